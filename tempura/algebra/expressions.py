@@ -1,0 +1,68 @@
+"""Helpers over scalar expressions, which are sqlglot expressions.
+
+tempura grows no expression language of its own. Inside a plan, a column reference is an
+unqualified ``exp.Column`` whose name is the plan-unique column name (see ``schema.py``).
+Expressions held by plan nodes are never mutated: every helper here returns a new tree.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from sqlglot import exp
+
+
+def col(name: str) -> exp.Column:
+    """A reference to the plan column ``name``."""
+    return exp.Column(this=exp.to_identifier(name))
+
+
+def column_name(expression: exp.Expression) -> str | None:
+    """The referenced column's name if ``expression`` is a bare column reference."""
+    if isinstance(expression, exp.Column) and not expression.table:
+        return expression.name
+    return None
+
+
+def columns_in(expression: exp.Expression) -> frozenset[str]:
+    """Names of all plan columns that ``expression`` references."""
+    return frozenset(c.name for c in expression.find_all(exp.Column))
+
+
+def conjuncts(expression: exp.Expression | None) -> list[exp.Expression]:
+    """Split a predicate at its top-level ANDs (parentheses are looked through)."""
+    if expression is None:
+        return []
+    node = expression.unnest()
+    if isinstance(node, exp.And):
+        return conjuncts(node.left) + conjuncts(node.right)
+    return [node]
+
+
+def conjoin(predicates: Iterable[exp.Expression]) -> exp.Expression | None:
+    """AND the predicates together; ``None`` when there are none."""
+    preds = list(predicates)
+    if not preds:
+        return None
+    return exp.and_(*preds, copy=True) if len(preds) > 1 else preds[0]
+
+
+def substitute(expression: exp.Expression, mapping: Mapping[str, exp.Expression]) -> exp.Expression:
+    """Replace column references by the expressions ``mapping`` gives for their names."""
+
+    def replace(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name in mapping:
+            return mapping[node.name].copy()
+        return node
+
+    return expression.transform(replace)
+
+
+def rename_columns(expression: exp.Expression, renames: Mapping[str, str]) -> exp.Expression:
+    """Rename column references; names absent from ``renames`` stay."""
+    return substitute(expression, {old: col(new) for old, new in renames.items()})
+
+
+def to_sql(expression: exp.Expression) -> str:
+    """Spark SQL text of an expression, as plans print it."""
+    return expression.sql(dialect="spark")

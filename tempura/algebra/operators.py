@@ -1,0 +1,380 @@
+"""Logical operators: immutable, hashable plan values that know their output schema.
+
+A plan is a tree of these frozen dataclasses. Rewrites build new values (``with_inputs``);
+nothing is patched in place. Scalar expressions are sqlglot expressions whose column references
+are plan-unique names (``schema.py``).
+
+Semantics worth stating:
+
+- Every operator works on bags. ``Union``/``Intersect``/``Except`` with ``all=False`` and
+  ``Distinct`` remove duplicates.
+- ``Aggregate`` with no keys is a scalar aggregate: one row, even over empty input.
+- ``Aggregate`` keeps its key columns' names: a key column above the aggregate carries the same
+  value as below it.
+- A ``Project`` may pass an input column through under its own name; any computed column gets a
+  fresh name.
+- ``Sort`` defines an order; ``Filter``, ``Project`` and ``Limit`` keep their input's order.
+- Semi and anti joins output the left input's columns only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from sqlglot import exp
+
+from tempura.algebra.expressions import column_name
+from tempura.algebra.schema import Field, Schema
+
+
+class LogicalPlan:
+    """Base of every logical operator."""
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return ()
+
+    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
+        """The same operator over new inputs (positional, as ``inputs`` orders them)."""
+        if inputs:
+            raise TypeError(f"{type(self).__name__} takes no inputs")
+        return self
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self._derive_schema()
+
+    def _derive_schema(self) -> Schema:
+        raise NotImplementedError
+
+    @property
+    def operator(self) -> str:
+        """The operator's name, as plans print it."""
+        return type(self).__name__
+
+    def details(self) -> str:
+        """The operator's arguments on one line, as plans print it."""
+        return ""
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, LogicalPlan)
+        return hash(self) == hash(other) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((type(self).__name__, self._key()))
+            self.__dict__["_hash"] = cached
+        return cached
+
+    def __str__(self) -> str:
+        from tempura.algebra.printer import format_plan
+
+        return format_plan(self)
+
+
+class Unary(LogicalPlan):
+    """An operator with one input, stored in the ``input`` field."""
+
+    input: LogicalPlan
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return (self.input,)
+
+    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
+        (new_input,) = inputs
+        return dataclasses.replace(self, input=new_input)  # type: ignore[type-var]
+
+    def _derive_schema(self) -> Schema:
+        return self.input.schema
+
+
+class Binary(LogicalPlan):
+    """An operator with a ``left`` and a ``right`` input."""
+
+    left: LogicalPlan
+    right: LogicalPlan
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
+        left, right = inputs
+        return dataclasses.replace(self, left=left, right=right)  # type: ignore[type-var]
+
+
+@dataclass(frozen=True)
+class ScanColumn:
+    """A column read by a scan: the table's column ``source``, exposed as ``field``."""
+
+    source: str
+    field: Field
+
+
+@dataclass(frozen=True, eq=False)
+class Scan(LogicalPlan):
+    """Read the catalog table ``table``; ``alias`` is the name the query gave it."""
+
+    table: str
+    columns: tuple[ScanColumn, ...]
+    alias: str
+
+    def _derive_schema(self) -> Schema:
+        return Schema(tuple(c.field for c in self.columns))
+
+    def details(self) -> str:
+        alias = f" AS {self.alias}" if self.alias and self.alias != self.table else ""
+        cols = ", ".join(
+            c.field.name if c.field.name == c.source else f"{c.field.name} := {c.source}" for c in self.columns
+        )
+        return f"{self.table}{alias} [{cols}]"
+
+
+@dataclass(frozen=True, eq=False)
+class Values(LogicalPlan):
+    """Literal rows. ``Values((), ((),))`` is the one-row, no-column relation under ``SELECT 1``."""
+
+    fields: tuple[Field, ...]
+    rows: tuple[tuple[exp.Expression, ...], ...]
+
+    def _derive_schema(self) -> Schema:
+        return Schema(self.fields)
+
+    def details(self) -> str:
+        names = ", ".join(f.name for f in self.fields)
+        return f"[{names}] {len(self.rows)} row{'s' if len(self.rows) != 1 else ''}"
+
+
+@dataclass(frozen=True, eq=False)
+class Filter(Unary):
+    """Keep the rows for which ``condition`` is true (not false, not null)."""
+
+    input: LogicalPlan
+    condition: exp.Expression
+
+    def details(self) -> str:
+        return self.condition.sql(dialect="spark")
+
+
+@dataclass(frozen=True)
+class Projection:
+    """One output column of a ``Project``: ``field.name := expression``."""
+
+    field: Field
+    expression: exp.Expression
+
+    @property
+    def is_passthrough(self) -> bool:
+        return column_name(self.expression) == self.field.name
+
+
+@dataclass(frozen=True, eq=False)
+class Project(Unary):
+    """Compute the output columns ``projections`` from each input row."""
+
+    input: LogicalPlan
+    projections: tuple[Projection, ...]
+
+    def _derive_schema(self) -> Schema:
+        return Schema(tuple(p.field for p in self.projections))
+
+    def details(self) -> str:
+        parts = [
+            p.field.name if p.is_passthrough else f"{p.field.name} := {p.expression.sql(dialect='spark')}"
+            for p in self.projections
+        ]
+        return "[" + ", ".join(parts) + "]"
+
+
+class JoinKind(enum.Enum):
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+    SEMI = "semi"
+    ANTI = "anti"
+    CROSS = "cross"
+
+    @property
+    def keeps_right_columns(self) -> bool:
+        return self not in (JoinKind.SEMI, JoinKind.ANTI)
+
+    @property
+    def pads_left(self) -> bool:
+        """Whether rows of the right input may appear with a null-padded left side."""
+        return self in (JoinKind.RIGHT, JoinKind.FULL)
+
+    @property
+    def pads_right(self) -> bool:
+        """Whether rows of the left input may appear with a null-padded right side."""
+        return self in (JoinKind.LEFT, JoinKind.FULL)
+
+
+@dataclass(frozen=True, eq=False)
+class Join(Binary):
+    """Join ``left`` and ``right`` on ``condition`` (``None`` for a cross join)."""
+
+    kind: JoinKind
+    left: LogicalPlan
+    right: LogicalPlan
+    condition: exp.Expression | None = None
+
+    def _derive_schema(self) -> Schema:
+        left = self.left.schema.nullable() if self.kind.pads_left else self.left.schema
+        if not self.kind.keeps_right_columns:
+            return left
+        right = self.right.schema.nullable() if self.kind.pads_right else self.right.schema
+        return left + right
+
+    def details(self) -> str:
+        cond = f" ON {self.condition.sql(dialect='spark')}" if self.condition is not None else ""
+        return f"{self.kind.value}{cond}"
+
+
+@dataclass(frozen=True)
+class AggregateCall:
+    """One aggregate: ``field.name := call``, where ``call`` is a sqlglot aggregate function
+    over input columns (``COUNT(*)`` is ``exp.Count(this=exp.Star())``; ``DISTINCT`` sits inside
+    it as sqlglot puts it)."""
+
+    field: Field
+    call: exp.Expression
+
+    @property
+    def function(self) -> str:
+        """Lower-case function name: ``sum``, ``count``, ``avg``, ``min``, ``max``, ..."""
+        node = self.call.this if isinstance(self.call, exp.Filter) else self.call
+        return node.key
+
+    @property
+    def distinct(self) -> bool:
+        node = self.call.this if isinstance(self.call, exp.Filter) else self.call
+        return isinstance(node.args.get("this"), exp.Distinct)
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate(Unary):
+    """Group by the input columns ``keys`` and compute ``calls`` per group."""
+
+    input: LogicalPlan
+    keys: tuple[str, ...]
+    calls: tuple[AggregateCall, ...]
+
+    def _derive_schema(self) -> Schema:
+        key_fields = tuple(self.input.schema.field(k) for k in self.keys)
+        return Schema(key_fields + tuple(c.field for c in self.calls))
+
+    def details(self) -> str:
+        calls = ", ".join(f"{c.field.name} := {c.call.sql(dialect='spark')}" for c in self.calls)
+        return f"keys=[{', '.join(self.keys)}] calls=[{calls}]"
+
+
+@dataclass(frozen=True, eq=False)
+class SetOperation(Binary):
+    """Base of ``Union``, ``Intersect`` and ``Except``: columns correspond by position, and the
+    output columns are ``fields``."""
+
+    left: LogicalPlan
+    right: LogicalPlan
+    all: bool
+    fields: tuple[Field, ...]
+
+    def _derive_schema(self) -> Schema:
+        return Schema(self.fields)
+
+    def details(self) -> str:
+        return ("ALL " if self.all else "DISTINCT ") + "[" + ", ".join(f.name for f in self.fields) + "]"
+
+
+@dataclass(frozen=True, eq=False)
+class Union(SetOperation):
+    """Bag union (``all``) or set union."""
+
+
+@dataclass(frozen=True, eq=False)
+class Intersect(SetOperation):
+    """Bag intersection (``all``: min of multiplicities) or set intersection."""
+
+
+@dataclass(frozen=True, eq=False)
+class Except(SetOperation):
+    """Bag difference (``all``: multiplicities subtracted) or set difference."""
+
+
+@dataclass(frozen=True, eq=False)
+class Distinct(Unary):
+    """Remove duplicate rows."""
+
+    input: LogicalPlan
+
+
+@dataclass(frozen=True)
+class SortKey:
+    expression: exp.Expression
+    descending: bool = False
+    nulls_first: bool = True
+
+    def __str__(self) -> str:
+        direction = "DESC" if self.descending else "ASC"
+        nulls = "NULLS FIRST" if self.nulls_first else "NULLS LAST"
+        return f"{self.expression.sql(dialect='spark')} {direction} {nulls}"
+
+
+@dataclass(frozen=True, eq=False)
+class Sort(Unary):
+    """Order the rows by ``keys``."""
+
+    input: LogicalPlan
+    keys: tuple[SortKey, ...]
+
+    def details(self) -> str:
+        return "[" + ", ".join(str(k) for k in self.keys) + "]"
+
+
+@dataclass(frozen=True, eq=False)
+class Limit(Unary):
+    """Skip ``offset`` rows, then keep at most ``count`` (all when ``None``)."""
+
+    input: LogicalPlan
+    count: int | None
+    offset: int = 0
+
+    def details(self) -> str:
+        text = "ALL" if self.count is None else str(self.count)
+        return text + (f" OFFSET {self.offset}" if self.offset else "")
+
+
+@dataclass(frozen=True)
+class Query:
+    """A bound query: its plan plus what the user sees of the result.
+
+    ``names[i]`` is the user-facing name of ``plan.schema.fields[i]`` (names may repeat, as in
+    SQL). ``ordered`` says whether the query fixes the row order; ``order_keys`` then gives the
+    output positions of its sort keys when all of them are output columns, so that rows tied on
+    the keys may legitimately come in any order.
+    """
+
+    plan: LogicalPlan
+    names: tuple[str, ...]
+    ordered: bool = False
+    order_keys: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.names) != len(self.plan.schema):
+            raise ValueError("a query needs one output name per output column")
+
+    def __str__(self) -> str:
+        return str(self.plan)

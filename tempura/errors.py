@@ -1,0 +1,44 @@
+"""User-facing errors.
+
+Every error a user can cause (bad SQL, an unsupported construct, a bad catalog or spec, a missing
+file) is a :class:`TempuraError`. Its message names the thing and where it is — file, line and
+column, or key — so the command line can print it as one line, without a stack trace from inside
+Spark or sqlglot.
+"""
+
+from __future__ import annotations
+
+
+class TempuraError(Exception):
+    """Base class of all errors caused by what the user gave tempura."""
+
+
+class SqlError(TempuraError):
+    """A problem located in SQL text: carries the 1-based line and column when known."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        self.line = line
+        self.column = column
+        self.detail = message
+        where = f" (line {line}, column {column})" if line is not None and column is not None else ""
+        super().__init__(f"{message}{where}")
+
+
+class SqlSyntaxError(SqlError):
+    """The SQL text does not parse."""
+
+
+class BindError(SqlError):
+    """A table or column in the SQL does not exist, or a name is ambiguous."""
+
+
+class UnsupportedQuery(SqlError):
+    """The SQL parses but uses a construct tempura does not plan yet."""
+
+
+class CatalogError(TempuraError):
+    """The catalog file is malformed, or one of its tables cannot be read."""
+
+
+class ExecutionError(TempuraError):
+    """Spark refused or failed to run what tempura planned, for a reason the user can act on."""

@@ -1,0 +1,150 @@
+"""SQL text to a qualified, type-annotated sqlglot tree, with user errors located in the text.
+
+This is sqlglot's work, not ours: ``parse`` reads the text in the given dialect, ``qualify``
+resolves every column to its source and expands stars and alias references, and
+``annotate_types`` derives types. tempura only turns sqlglot's failures into located
+:class:`~tempura.errors.TempuraError` subclasses and rejects, up front and with their position,
+the constructs the binder does not plan.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
+from tempura.errors import BindError, SqlSyntaxError, UnsupportedQuery
+
+TableSchemas = Mapping[str, Mapping[str, str]]
+"""Table name → column name → Spark SQL type string."""
+
+
+def position_of(node: exp.Expression | None, sql: str) -> tuple[int | None, int | None]:
+    """1-based (line, column) of where ``node`` starts in ``sql``, from sqlglot's token metadata.
+
+    Nodes that sqlglot built itself carry no position; the earliest positioned descendant, and
+    then the nearest positioned ancestor, stand in for them.
+    """
+    if node is None:
+        return None, None
+    starts = [n.meta["start"] for n in node.walk() if isinstance(n.meta.get("start"), int)]
+    parent = node.parent
+    while not starts and parent is not None:
+        if isinstance(parent.meta.get("start"), int):
+            starts = [parent.meta["start"]]
+        parent = parent.parent
+    if not starts:
+        return None, None
+    return offset_to_line_col(sql, min(starts))
+
+
+def offset_to_line_col(sql: str, offset: int) -> tuple[int, int]:
+    line = sql.count("\n", 0, offset) + 1
+    column = offset - (sql.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+def unsupported(what: str, node: exp.Expression | None, sql: str) -> UnsupportedQuery:
+    line, column = position_of(node, sql)
+    return UnsupportedQuery(f"unsupported: {what}", line, column)
+
+
+def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
+    """Parse one query statement."""
+    try:
+        statements = sqlglot.parse(sql, read=dialect)
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        description = first.get("description") or str(error).splitlines()[0]
+        raise SqlSyntaxError(f"syntax error: {description}", first.get("line"), first.get("col")) from None
+    except TokenError as error:
+        raise SqlSyntaxError(f"syntax error: {error}") from None
+    except ValueError as error:  # unknown dialect
+        raise SqlSyntaxError(f"cannot read SQL: {error}") from None
+    statements = [s for s in statements if s is not None]
+    if len(statements) != 1:
+        raise SqlSyntaxError(f"expected exactly one SQL statement, found {len(statements)}")
+    (statement,) = statements
+    if not isinstance(statement, exp.Query):
+        raise unsupported(f"{statement.key.upper()} statement (only queries are planned)", statement, sql)
+    return statement
+
+
+_UNSUPPORTED_NODES: tuple[tuple[type[exp.Expression], str], ...] = (
+    (exp.Window, "window function"),
+    (exp.Lateral, "LATERAL / LATERAL VIEW"),
+    (exp.Unnest, "UNNEST"),
+    (exp.Explode, "EXPLODE (generator function)"),
+    (exp.Pivot, "PIVOT / UNPIVOT"),
+    (exp.TableSample, "TABLESAMPLE"),
+    (exp.Rollup, "GROUP BY ROLLUP"),
+    (exp.Cube, "GROUP BY CUBE"),
+    (exp.GroupingSets, "GROUP BY GROUPING SETS"),
+    (exp.Qualify, "QUALIFY"),
+    (exp.Into, "SELECT ... INTO"),
+    (exp.Connect, "CONNECT BY"),
+)
+
+
+def reject_unsupported(tree: exp.Expression, sql: str) -> None:
+    """Raise :class:`UnsupportedQuery` at the first construct the binder cannot plan."""
+    for node in tree.walk():
+        for node_type, what in _UNSUPPORTED_NODES:
+            if isinstance(node, node_type):
+                raise unsupported(what, node, sql)
+        if isinstance(node, exp.With) and node.args.get("recursive"):
+            raise unsupported("WITH RECURSIVE", node, sql)
+        if isinstance(node, exp.Join) and node.args.get("method"):
+            raise unsupported(f"{node.args['method'].upper()} JOIN", node, sql)
+        if isinstance(node, exp.SetOperation) and node.args.get("by_name"):
+            raise unsupported("set operation BY NAME", node, sql)
+
+
+def check_tables(tree: exp.Expression, schemas: TableSchemas, sql: str) -> None:
+    """Every table the query reads must be a CTE or a catalog table."""
+    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    known = {name.lower() for name in schemas}
+    for table in tree.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier):
+            raise unsupported("table-valued function in FROM", table, sql)
+        if table.args.get("db") or table.args.get("catalog"):
+            raise unsupported("database-qualified table name", table, sql)
+        name = table.name.lower()
+        if name not in known and name not in cte_names:
+            line, column = position_of(table, sql)
+            catalog = ", ".join(sorted(known)) or "none"
+            raise BindError(f"unknown table '{table.name}' (catalog tables: {catalog})", line, column)
+
+
+_LOCATION = re.compile(r"Line:\s*(\d+),\s*Col:\s*(\d+)")
+
+
+def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str = "spark") -> exp.Query:
+    """Qualify and type-annotate ``tree`` against the catalog ``schemas`` (sqlglot passes)."""
+    reject_unsupported(tree, sql)
+    check_tables(tree, schemas, sql)
+    lowered = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schemas.items()}
+    try:
+        qualified = qualify(
+            tree,
+            dialect=dialect,
+            schema=lowered,
+            validate_qualify_columns=True,
+            quote_identifiers=False,
+            identify=False,
+            sql=sql,
+        )
+    except OptimizeError as error:
+        message = str(error).splitlines()[0]
+        match = _LOCATION.search(message)
+        line, column = (int(match.group(1)), int(match.group(2))) if match else (None, None)
+        message = _LOCATION.sub("", message).strip().rstrip(".")
+        raise BindError(message[0].lower() + message[1:] if message else "cannot resolve query", line, column) from None
+    annotated = annotate_types(qualified, schema=lowered, dialect=dialect)
+    assert isinstance(annotated, exp.Query)
+    return annotated

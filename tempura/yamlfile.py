@@ -1,0 +1,87 @@
+"""Reading YAML files whose errors name the file, the line and the key.
+
+Catalogs (and, later, standing-query specs) are YAML validated by pydantic. pydantic reports a
+key path; this module maps that path back to the line where the key stands, using the line
+marks PyYAML keeps while composing the document.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+from pydantic import ValidationError
+
+from tempura.errors import TempuraError
+
+KeyPath = tuple[str | int, ...]
+
+
+class YamlDocument:
+    """A parsed YAML file plus the line of every key and item in it."""
+
+    def __init__(self, path: Path, data: Any, lines: dict[KeyPath, int]) -> None:
+        self.path = path
+        self.data = data
+        self._lines = lines
+
+    def line_of(self, key_path: Sequence[str | int]) -> int | None:
+        """Line (1-based) of the deepest prefix of ``key_path`` that the file contains."""
+        path = tuple(key_path)
+        while path:
+            if path in self._lines:
+                return self._lines[path]
+            path = path[:-1]
+        return None
+
+    def where(self, key_path: Sequence[str | int]) -> str:
+        line = self.line_of(key_path)
+        return f"{self.path}:{line}" if line is not None else str(self.path)
+
+    def validation_message(self, error: ValidationError) -> str:
+        """One line per problem: ``file:line: key.path: message``."""
+        parts = []
+        for problem in error.errors():
+            loc = tuple(problem["loc"])
+            key = ".".join(str(p) for p in loc) or "(top level)"
+            message = problem["msg"]
+            if problem["type"] == "extra_forbidden":
+                message = "unknown key"
+            parts.append(f"{self.where(loc)}: {key}: {message}")
+        return "\n".join(parts)
+
+
+def _collect_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[prefix + (key,)] = key_node.start_mark.line + 1
+            _collect_lines(value_node, prefix + (key,), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[prefix + (i,)] = item.start_mark.line + 1
+            _collect_lines(item, prefix + (i,), lines)
+
+
+def load_yaml(path: str | Path, error: type[TempuraError]) -> YamlDocument:
+    """Parse ``path``; a missing file or bad YAML raises ``error`` naming file and line."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{file}: file not found") from None
+    except OSError as exc:
+        raise error(f"{file}: cannot read: {exc.strerror}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}" if mark is not None else str(file)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise error(f"{where}: invalid YAML: {problem}") from None
+    lines: dict[KeyPath, int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines)
+    return YamlDocument(file, data, lines)
