@@ -96,7 +96,9 @@ class SparkSqlGenerator:
         names = list(query.names)
         plan_names = list(query.plan.schema.names)
         if names != plan_names:
-            if len({n.lower() for n in names}) == len(names) and block.select is not None and not block.distinct:
+            if block.select is None:
+                block.set_select([(n, block.columns[p]) for n, p in zip(names, plan_names)])
+            elif len({n.lower() for n in names}) == len(names) and not block.distinct:
                 self._rename_outputs(block, dict(zip(plan_names, names)))
             else:
                 block = self._wrap(block)

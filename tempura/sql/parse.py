@@ -54,13 +54,24 @@ def unsupported(what: str, node: exp.Expression | None, sql: str) -> Unsupported
     return UnsupportedQuery(f"unsupported: {what}", line, column)
 
 
+_MISSING_ARG = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*\.(\w+)'>")
+
+
+def _readable(description: str) -> str:
+    """sqlglot's parse messages, without its class names."""
+    match = _MISSING_ARG.search(description)
+    if match:
+        return f"incomplete {match.group(2).upper()} clause"
+    return description
+
+
 def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
     """Parse one query statement."""
     try:
         statements = sqlglot.parse(sql, read=dialect)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
-        description = first.get("description") or str(error).splitlines()[0]
+        description = _readable(first.get("description") or str(error).splitlines()[0])
         raise SqlSyntaxError(f"syntax error: {description}", first.get("line"), first.get("col")) from None
     except TokenError as error:
         raise SqlSyntaxError(f"syntax error: {error}") from None

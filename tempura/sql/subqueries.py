@@ -227,7 +227,10 @@ class SubqueryPlanner:
             if not isinstance(node, exp.Subquery):
                 raise self._unsupported("EXISTS or IN subquery inside an expression", node)
             plan, value = self._scalar(plan, node, scope)
-            node.replace(value)
+            if node is expression:
+                expression = value
+            else:
+                node.replace(value)
         return plan, rewrite(expression)
 
     def _scalar(self, plan: LogicalPlan, node: exp.Subquery, scope: Scope) -> tuple[LogicalPlan, exp.Expression]:
