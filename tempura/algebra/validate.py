@@ -55,7 +55,14 @@ def _walk(plan: LogicalPlan) -> list[LogicalPlan]:
 
 
 def _validate_node(node: LogicalPlan) -> None:
-    _ = node.schema  # duplicate output names raise here
+    if isinstance(node, Join):
+        overlap = set(node.left.schema.names) & set(node.right.schema.names)
+        if overlap:
+            raise InvalidPlan(f"Join inputs share column names {sorted(overlap)}")
+    try:
+        _ = node.schema
+    except ValueError as error:  # duplicate output names
+        raise InvalidPlan(f"{node.operator}: {error}") from None
     if isinstance(node, Filter):
         _check_refs(node, node.condition, frozenset(node.input.schema.names))
     elif isinstance(node, Project):
@@ -68,9 +75,6 @@ def _validate_node(node: LogicalPlan) -> None:
         if node.condition is not None:
             both = frozenset(node.left.schema.names) | frozenset(node.right.schema.names)
             _check_refs(node, node.condition, both)
-        overlap = set(node.left.schema.names) & set(node.right.schema.names)
-        if overlap:
-            raise InvalidPlan(f"Join inputs share column names {sorted(overlap)}")
     elif isinstance(node, Aggregate):
         available = frozenset(node.input.schema.names)
         missing = set(node.keys) - available

@@ -57,12 +57,17 @@ def unsupported(what: str, node: exp.Expression | None, sql: str) -> Unsupported
 _MISSING_ARG = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*\.(\w+)'>")
 
 
+_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+.*?>")
+
+
 def _readable(description: str) -> str:
-    """sqlglot's parse messages, without its class names."""
+    """sqlglot's parse messages, without its class names and token reprs."""
     match = _MISSING_ARG.search(description)
     if match:
         return f"incomplete {match.group(2).upper()} clause"
-    return description
+    return _TOKEN.sub(
+        lambda m: "end of input" if m.group(1) == "SENTINEL" else f"'{m.group(2)}'", description
+    )
 
 
 def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:

@@ -1,0 +1,84 @@
+"""The command line: plans without Spark when schemas are declared, one-line errors, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tempura import tpch
+from tempura.cli import main
+
+
+@pytest.fixture()
+def catalog(tmp_path: Path) -> Path:
+    """A TPC-H catalog whose schemas are declared (no data needed to plan)."""
+    return tpch.write_catalog(tmp_path)
+
+
+def test_explain_prints_the_plan(catalog: Path) -> None:
+    result = CliRunner().invoke(main, ["explain", "--catalog", str(catalog), tpch.query_text("q04")])
+    assert result.exit_code == 0, result.output
+    assert "Join semi ON l_orderkey = o_orderkey" in result.output
+    assert result.output.startswith("Sort [o_orderpriority ASC NULLS FIRST]")
+
+
+def test_explain_json_with_sql(catalog: Path, tmp_path: Path) -> None:
+    sql_file = tmp_path / "q.sql"
+    sql_file.write_text("SELECT n_name FROM nation WHERE n_regionkey = 1")
+    result = CliRunner().invoke(main, ["explain", "--catalog", str(catalog), "--json", "--sql", f"@{sql_file}"])
+    assert result.exit_code == 0, result.output
+    assert '"spark_sql": "SELECT nation.n_name AS n_name FROM nation AS nation WHERE nation.n_regionkey = 1"' in result.output
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELECT FROM WHERE", "error: syntax error"),
+        ("SELECT x FROM nowhere", "error: unknown table 'nowhere'"),
+        ("SELECT n_name,\n nope FROM nation", "error: column 'nope' could not be resolved (line 2"),
+        ("SELECT RANK() OVER (ORDER BY n_name) FROM nation", "error: unsupported: window function (line 1, column 8)"),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_2(catalog: Path, sql: str, message: str) -> None:
+    result = CliRunner().invoke(main, ["explain", "--catalog", str(catalog), sql])
+    assert result.exit_code == 2
+    assert result.output.startswith(message), result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_missing_catalog(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["explain", "--catalog", str(tmp_path / "none.yaml"), "SELECT 1"])
+    assert result.exit_code == 2
+    assert "file not found" in result.output
+
+
+def test_every_command_has_help() -> None:
+    for command in ["query", "explain", "tpch-gen", "demo"]:
+        result = CliRunner().invoke(main, [command, "--help"])
+        assert result.exit_code == 0 and "Usage" in result.output
+
+
+@pytest.mark.spark
+def test_query_prints_and_writes(spark: object, tpch_catalog: Path, tmp_path: Path) -> None:
+    sql = "SELECT r_name, COUNT(*) AS n FROM region JOIN nation ON r_regionkey = n_regionkey GROUP BY r_name ORDER BY r_name"
+    result = CliRunner().invoke(main, ["query", "--catalog", str(tpch_catalog), sql])
+    assert result.exit_code == 0, result.output
+    assert "AFRICA" in result.output and "EUROPE" in result.output
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["query", "--catalog", str(tpch_catalog), sql, "--out", str(out), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    lines = "".join(p.read_text() for p in sorted(out.glob("part-*.json"))).splitlines()
+    assert len(lines) == 5 and '"n":5' in lines[0]
+
+
+@pytest.mark.spark
+def test_demo_runs_selected_queries(spark: object, tpch_catalog: Path, tmp_path: Path) -> None:
+    data = tmp_path / "work" / "data" / "tpch-sf0.01"
+    data.parent.mkdir(parents=True)
+    data.symlink_to(tpch_catalog.parent)
+    result = CliRunner().invoke(main, ["demo", "--workdir", str(tmp_path / "work"), "--query", "q06", "--query", "3"])
+    assert result.exit_code == 0, result.output
+    assert "2/2 queries equal to Spark" in result.output
