@@ -57,6 +57,7 @@ def unsupported(what: str, node: exp.Expression | None, sql: str) -> Unsupported
 _MISSING_ARG = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*\.(\w+)'>")
 
 
+_CLAUSES = {"SELECT", "FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "OFFSET", "JOIN", "WITH"}
 _TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+.*?>")
 
 
@@ -64,7 +65,8 @@ def _readable(description: str) -> str:
     """sqlglot's parse messages, without its class names and token reprs."""
     match = _MISSING_ARG.search(description)
     if match:
-        return f"incomplete {match.group(2).upper()} clause"
+        clause = match.group(2).upper()
+        return f"incomplete {clause} clause" if clause in _CLAUSES else "incomplete expression"
     return _TOKEN.sub(
         lambda m: "end of input" if m.group(1) == "SENTINEL" else f"'{m.group(2)}'", description
     )
