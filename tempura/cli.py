@@ -102,7 +102,7 @@ def explain(catalog: str, dialect: str, sql: str, show_sql: bool, as_json: bool)
     session = Session(catalog, dialect=dialect)
     bound = session.plan(_read_sql(sql))
     if as_json:
-        payload = {"plan": str(bound.plan).splitlines(), "columns": list(bound.names)}
+        payload: dict[str, object] = {"plan": str(bound.plan).splitlines(), "columns": list(bound.names)}
         if show_sql:
             payload["spark_sql"] = to_spark_sql(bound)
         click.echo(json.dumps(payload, indent=2))

@@ -17,19 +17,19 @@ def col(name: str) -> exp.Column:
     return exp.Column(this=exp.to_identifier(name))
 
 
-def column_name(expression: exp.Expression) -> str | None:
+def column_name(expression: exp.Expr) -> str | None:
     """The referenced column's name if ``expression`` is a bare column reference."""
     if isinstance(expression, exp.Column) and not expression.table:
         return expression.name
     return None
 
 
-def columns_in(expression: exp.Expression) -> frozenset[str]:
+def columns_in(expression: exp.Expr) -> frozenset[str]:
     """Names of all plan columns that ``expression`` references."""
     return frozenset(c.name for c in expression.find_all(exp.Column))
 
 
-def conjuncts(expression: exp.Expression | None) -> list[exp.Expression]:
+def conjuncts(expression: exp.Expr | None) -> list[exp.Expr]:
     """Split a predicate at its top-level ANDs (parentheses are looked through)."""
     if expression is None:
         return []
@@ -39,7 +39,7 @@ def conjuncts(expression: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
-def conjoin(predicates: Iterable[exp.Expression]) -> exp.Expression | None:
+def conjoin(predicates: Iterable[exp.Expr]) -> exp.Expr | None:
     """AND the predicates together; ``None`` when there are none."""
     preds = list(predicates)
     if not preds:
@@ -47,10 +47,10 @@ def conjoin(predicates: Iterable[exp.Expression]) -> exp.Expression | None:
     return exp.and_(*preds, copy=True) if len(preds) > 1 else preds[0]
 
 
-def substitute(expression: exp.Expression, mapping: Mapping[str, exp.Expression]) -> exp.Expression:
+def substitute(expression: exp.Expr, mapping: Mapping[str, exp.Expr]) -> exp.Expr:
     """Replace column references by the expressions ``mapping`` gives for their names."""
 
-    def replace(node: exp.Expression) -> exp.Expression:
+    def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table and node.name in mapping:
             return mapping[node.name].copy()
         return node
@@ -58,11 +58,11 @@ def substitute(expression: exp.Expression, mapping: Mapping[str, exp.Expression]
     return expression.transform(replace)
 
 
-def rename_columns(expression: exp.Expression, renames: Mapping[str, str]) -> exp.Expression:
+def rename_columns(expression: exp.Expr, renames: Mapping[str, str]) -> exp.Expr:
     """Rename column references; names absent from ``renames`` stay."""
     return substitute(expression, {old: col(new) for old, new in renames.items()})
 
 
-def to_sql(expression: exp.Expression) -> str:
+def to_sql(expression: exp.Expr) -> str:
     """Spark SQL text of an expression, as plans print it."""
     return expression.sql(dialect="spark")

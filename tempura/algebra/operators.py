@@ -148,7 +148,7 @@ class Values(LogicalPlan):
     """Literal rows. ``Values((), ((),))`` is the one-row, no-column relation under ``SELECT 1``."""
 
     fields: tuple[Field, ...]
-    rows: tuple[tuple[exp.Expression, ...], ...]
+    rows: tuple[tuple[exp.Expr, ...], ...]
 
     def _derive_schema(self) -> Schema:
         return Schema(self.fields)
@@ -163,7 +163,7 @@ class Filter(Unary):
     """Keep the rows for which ``condition`` is true (not false, not null)."""
 
     input: LogicalPlan
-    condition: exp.Expression
+    condition: exp.Expr
 
     def details(self) -> str:
         return self.condition.sql(dialect="spark")
@@ -174,7 +174,7 @@ class Projection:
     """One output column of a ``Project``: ``field.name := expression``."""
 
     field: Field
-    expression: exp.Expression
+    expression: exp.Expr
 
     @property
     def is_passthrough(self) -> bool:
@@ -230,7 +230,7 @@ class Join(Binary):
     kind: JoinKind
     left: LogicalPlan
     right: LogicalPlan
-    condition: exp.Expression | None = None
+    condition: exp.Expr | None = None
 
     def _derive_schema(self) -> Schema:
         left = self.left.schema.nullable() if self.kind.pads_left else self.left.schema
@@ -251,7 +251,7 @@ class AggregateCall:
     it as sqlglot puts it)."""
 
     field: Field
-    call: exp.Expression
+    call: exp.Expr
 
     @property
     def function(self) -> str:
@@ -323,7 +323,7 @@ class Distinct(Unary):
 
 @dataclass(frozen=True)
 class SortKey:
-    expression: exp.Expression
+    expression: exp.Expr
     descending: bool = False
     nulls_first: bool = True
 

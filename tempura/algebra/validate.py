@@ -25,7 +25,7 @@ class InvalidPlan(ValueError):
     """A plan violates an invariant of the algebra: a bug in whatever built it."""
 
 
-def _check_refs(node: LogicalPlan, expression: exp.Expression, available: frozenset[str]) -> None:
+def _check_refs(node: LogicalPlan, expression: exp.Expr, available: frozenset[str]) -> None:
     missing = columns_in(expression) - available
     if missing:
         raise InvalidPlan(

@@ -52,7 +52,7 @@ def rows_equal(a: Row, b: Row, rel_tol: float = REL_TOL) -> bool:
 
 def _sort_key(row: Row) -> tuple[Any, ...]:
     """A total order on rows that puts nearly equal floats next to each other."""
-    key = []
+    key: list[tuple[int, object]] = []
     for value in row:
         if value is None:
             key.append((0, 0))

@@ -43,12 +43,12 @@ class Block:
     unqualified output alias after.
     """
 
-    columns: dict[str, exp.Expression]
-    source: exp.Expression | None = None
+    columns: dict[str, exp.Expr]
+    source: exp.Expr | None = None
     joins: list[exp.Join] = field(default_factory=list)
-    where: list[exp.Expression] = field(default_factory=list)
-    group: list[exp.Expression] | None = None
-    select: list[exp.Expression] | None = None
+    where: list[exp.Expr] = field(default_factory=list)
+    group: list[exp.Expr] | None = None
+    select: list[exp.Expr] | None = None
     distinct: bool = False
     order: list[exp.Ordered] = field(default_factory=list)
     limit: int | None = None
@@ -66,12 +66,12 @@ class Block:
             and not self.offset
         )
 
-    def set_select(self, items: list[tuple[str, exp.Expression]]) -> None:
+    def set_select(self, items: list[tuple[str, exp.Expr]]) -> None:
         self.select = [exp.alias_(e, name, copy=False) for name, e in items]
         self.columns = {name: exp.column(name) for name, _ in items}
 
 
-def _sql_join(kind: JoinKind, source: exp.Expression, condition: exp.Expression | None) -> exp.Join:
+def _sql_join(kind: JoinKind, source: exp.Expr, condition: exp.Expr | None) -> exp.Join:
     args: dict[str, object] = {"this": source}
     if kind in (JoinKind.LEFT, JoinKind.RIGHT, JoinKind.FULL):
         args["side"] = kind.value.upper()
@@ -133,7 +133,7 @@ class SparkSqlGenerator:
             select.set("offset", exp.Offset(expression=exp.Literal.number(block.offset)))
         return select
 
-    def _derived(self, query: exp.Expression, names: list[str]) -> Block:
+    def _derived(self, query: exp.Expr, names: list[str]) -> Block:
         alias = self._aliases.fresh("t")
         source = exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
         return Block(columns={n: exp.column(n, table=alias) for n in names}, source=source)
@@ -155,7 +155,7 @@ class SparkSqlGenerator:
             if isinstance(plan, SetOperation):
                 return self._compile_set_operation(plan)
             raise NotImplementedError(f"no SQL for {type(plan).__name__}")
-        return method(plan)  # type: ignore[no-any-return]
+        return method(plan)
 
     def _compile_scan(self, plan: Scan) -> Block:
         alias = self._aliases.fresh(plan.alias or plan.table)

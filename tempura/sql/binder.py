@@ -54,7 +54,7 @@ from tempura.errors import BindError
 from tempura.sql.names import NameAllocator
 from tempura.sql.parse import TableSchemas, position_of, unsupported
 
-Rewrite = Callable[[exp.Expression], exp.Expression]
+Rewrite = Callable[[exp.Expr], exp.Expr]
 """Turns an expression of the query block into an expression over the current plan's columns."""
 
 
@@ -91,7 +91,7 @@ class Bound:
     order_keys: tuple[int, ...] | None = None
 
 
-def spark_type(node: exp.Expression | None) -> str:
+def spark_type(node: exp.Expr | None) -> str:
     """The Spark SQL type string sqlglot annotated on ``node``."""
     dtype = getattr(node, "type", None)
     if dtype is None or dtype.this == exp.DataType.Type.UNKNOWN:
@@ -99,22 +99,22 @@ def spark_type(node: exp.Expression | None) -> str:
     return dtype.sql(dialect="spark").lower().replace(", ", ",")
 
 
-def is_subquery_node(node: exp.Expression) -> bool:
+def is_subquery_node(node: exp.Expr) -> bool:
     """Whether ``node`` opens a nested query (scalar subquery, EXISTS, IN (SELECT ...))."""
     return isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query") is not None)
 
 
-def contains_subquery(node: exp.Expression) -> bool:
+def contains_subquery(node: exp.Expr) -> bool:
     return any(is_subquery_node(n) for n in node.walk())
 
 
-def aggregates_in(node: exp.Expression) -> list[exp.Expression]:
+def aggregates_in(node: exp.Expr) -> list[exp.Expr]:
     """Aggregate calls in ``node`` that belong to its own query block (not to subqueries).
 
     ``agg(...) FILTER (WHERE ...)`` counts as one call.
     """
 
-    def is_call(n: exp.Expression) -> bool:
+    def is_call(n: exp.Expr) -> bool:
         return isinstance(n, exp.AggFunc) or (isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc))
 
     found = []
@@ -130,7 +130,7 @@ def select_has_aggregation(select: exp.Select) -> bool:
     return any(aggregates_in(e) for e in select.expressions)
 
 
-def unwrap_query(node: exp.Expression) -> exp.Expression:
+def unwrap_query(node: exp.Expr) -> exp.Expr:
     while isinstance(node, (exp.Subquery, exp.Paren)) and not node.alias:
         node = node.this
     return node
@@ -158,7 +158,7 @@ class Binder:
         return query
 
     @staticmethod
-    def _trim_exists_select_lists(tree: exp.Expression) -> None:
+    def _trim_exists_select_lists(tree: exp.Expr) -> None:
         """``EXISTS (SELECT * ...)`` reads no column of its select list: drop the expanded star
         so that scans under it read only what the subquery's predicates use."""
         for node in tree.find_all(exp.Exists):
@@ -175,14 +175,14 @@ class Binder:
 
     # -- errors --------------------------------------------------------------------------------
 
-    def bind_error(self, message: str, node: exp.Expression | None) -> BindError:
+    def bind_error(self, message: str, node: exp.Expr | None) -> BindError:
         line, column = position_of(node, self.sql)
         return BindError(message, line, column)
 
     # -- query expressions ---------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def cte_frame(self, node: exp.Expression) -> Iterator[None]:
+    def cte_frame(self, node: exp.Expr) -> Iterator[None]:
         with_ = node.args.get("with_") or node.args.get("with")
         frame = {cte.alias_or_name.lower(): cte for cte in (with_.expressions if with_ else [])}
         self._ctes.append(frame)
@@ -197,7 +197,7 @@ class Binder:
                 return frame[name]
         return None
 
-    def bind_query(self, node: exp.Expression, outer: Scope | None) -> Bound:
+    def bind_query(self, node: exp.Expr, outer: Scope | None) -> Bound:
         node = unwrap_query(node)
         with self.cte_frame(node):
             if isinstance(node, exp.Select):
@@ -229,7 +229,7 @@ class Binder:
             raise unsupported("DISTINCT ON", select.args["distinct"], self.sql)
         plan, scope = self.bind_from(select, outer)
 
-        def resolve_here(e: exp.Expression) -> exp.Expression:
+        def resolve_here(e: exp.Expr) -> exp.Expr:
             return self.resolve(e, scope)
 
         where = select.args.get("where")
@@ -273,7 +273,7 @@ class Binder:
 
     def _order_and_limit(
         self,
-        node: exp.Expression,
+        node: exp.Expr,
         plan: LogicalPlan,
         names: list[str],
         outputs: list[Projection],
@@ -331,7 +331,7 @@ class Binder:
         return Bound(plan, names, bool(keys), order_keys)
 
     def _output_position(
-        self, key: exp.Expression, names: list[str], outputs: list[Projection], rewrite: Rewrite | None
+        self, key: exp.Expr, names: list[str], outputs: list[Projection], rewrite: Rewrite | None
     ) -> int | None:
         if isinstance(key, exp.Column) and not key.table:
             lowered = [n.lower() for n in names]
@@ -349,7 +349,7 @@ class Binder:
                     return i
         return None
 
-    def _limit_value(self, node: exp.Expression, arg: str) -> int | None:
+    def _limit_value(self, node: exp.Expr, arg: str) -> int | None:
         clause = node.args.get(arg)
         if clause is None:
             return None
@@ -395,7 +395,7 @@ class Binder:
             return JoinKind.INNER
         raise unsupported(f"{kind} JOIN", join, self.sql)
 
-    def bind_source(self, node: exp.Expression, scope: Scope) -> LogicalPlan:
+    def bind_source(self, node: exp.Expr, scope: Scope) -> LogicalPlan:
         """One FROM item; registers its columns in ``scope`` under its alias."""
         alias = node.alias_or_name.lower()
         alias_columns = [c.name.lower() for c in node.args["alias"].columns] if node.args.get("alias") else []
@@ -413,7 +413,7 @@ class Binder:
         raise unsupported(f"{node.key.upper()} in FROM", node, self.sql)
 
     def _register_bound(
-        self, bound: Bound, alias: str, alias_columns: list[str], scope: Scope, node: exp.Expression
+        self, bound: Bound, alias: str, alias_columns: list[str], scope: Scope, node: exp.Expr
     ) -> LogicalPlan:
         names = alias_columns or [n.lower() for n in bound.names]
         if len(names) != len(bound.plan.schema):
@@ -451,14 +451,14 @@ class Binder:
 
     # -- expressions ---------------------------------------------------------------------------
 
-    def resolve(self, node: exp.Expression, scope: Scope) -> exp.Expression:
+    def resolve(self, node: exp.Expr, scope: Scope) -> exp.Expr:
         """A copy of ``node`` with every qualified column replaced by its plan column.
 
         Unqualified columns are kept: they already name plan columns (subquery results joined
         in by ``subqueries.py``), or they are lambda variables.
         """
 
-        def replace(n: exp.Expression) -> exp.Expression:
+        def replace(n: exp.Expr) -> exp.Expr:
             if isinstance(n, exp.Column) and n.table:
                 found = scope.lookup(n.table.lower(), n.name.lower())
                 if found is None:
@@ -472,7 +472,7 @@ class Binder:
 
         return node.transform(replace)
 
-    def max_depth(self, node: exp.Expression, scope: Scope) -> int:
+    def max_depth(self, node: exp.Expr, scope: Scope) -> int:
         """How many blocks out the outermost column ``node`` references lives (0 = local).
 
         Columns inside nested subqueries belong to those subqueries and are not counted.
@@ -486,7 +486,7 @@ class Binder:
         return depth
 
     def projection(
-        self, resolved: exp.Expression, display: str, plan: LogicalPlan, original: exp.Expression, taken: set[str]
+        self, resolved: exp.Expr, display: str, plan: LogicalPlan, original: exp.Expr, taken: set[str]
     ) -> Projection:
         """An output column computing ``resolved``; a bare input column passes through by name."""
         name = column_name(resolved)
@@ -499,7 +499,7 @@ class Binder:
         return Projection(Field(self.names.fresh(display), spark_type(original), nullable), resolved)
 
     def apply_predicates(
-        self, plan: LogicalPlan, predicates: list[exp.Expression], scope: Scope, rewrite: Rewrite
+        self, plan: LogicalPlan, predicates: list[exp.Expr], scope: Scope, rewrite: Rewrite
     ) -> LogicalPlan:
         """Filter ``plan`` by the conjuncts ``predicates``; subquery predicates become joins."""
         plain = [p for p in predicates if not contains_subquery(p)]
@@ -518,10 +518,10 @@ class Binder:
         self,
         plan: LogicalPlan,
         scope: Scope,
-        keys: list[exp.Expression],
-        calls: list[exp.Expression],
-        select_items: list[exp.Expression] | None = None,
-        group_asts: list[exp.Expression] | None = None,
+        keys: list[exp.Expr],
+        calls: list[exp.Expr],
+        select_items: list[exp.Expr] | None = None,
+        group_asts: list[exp.Expr] | None = None,
     ) -> tuple[LogicalPlan, Rewrite]:
         """Group ``plan`` by the resolved ``keys`` and compute the aggregate ``calls``.
 
@@ -532,7 +532,7 @@ class Binder:
         aliases = {
             (item.unalias() if isinstance(item, exp.Alias) else item): item.alias_or_name for item in select_items or []
         }
-        key_columns: dict[exp.Expression, str] = {}
+        key_columns: dict[exp.Expr, str] = {}
         computed: list[Projection] = []
         for i, key in enumerate(keys):
             if key in key_columns:
@@ -550,7 +550,7 @@ class Binder:
             passthrough = tuple(Projection(f, col(f.name)) for f in plan.schema)
             plan = Project(plan, passthrough + tuple(computed))
 
-        call_columns: dict[exp.Expression, str] = {}
+        call_columns: dict[exp.Expr, str] = {}
         agg_calls: list[AggregateCall] = []
         for call in calls:
             resolved = self.resolve(call, scope)
@@ -565,10 +565,10 @@ class Binder:
         input_columns = frozenset(plan.schema.names)
         aggregate = Aggregate(plan, tuple(dict.fromkeys(key_columns.values())), tuple(agg_calls))
 
-        def rewrite(node: exp.Expression) -> exp.Expression:
+        def rewrite(node: exp.Expr) -> exp.Expr:
             resolved = self.resolve(node, scope)
 
-            def replace(n: exp.Expression) -> exp.Expression:
+            def replace(n: exp.Expr) -> exp.Expr:
                 if n in call_columns:
                     return col(call_columns[n])
                 if n in key_columns:

@@ -24,7 +24,7 @@ TableSchemas = Mapping[str, Mapping[str, str]]
 """Table name → column name → Spark SQL type string."""
 
 
-def position_of(node: exp.Expression | None, sql: str) -> tuple[int | None, int | None]:
+def position_of(node: exp.Expr | None, sql: str) -> tuple[int | None, int | None]:
     """1-based (line, column) of where ``node`` starts in ``sql``, from sqlglot's token metadata.
 
     Nodes that sqlglot built itself carry no position; the earliest positioned descendant, and
@@ -49,7 +49,7 @@ def offset_to_line_col(sql: str, offset: int) -> tuple[int, int]:
     return line, column
 
 
-def unsupported(what: str, node: exp.Expression | None, sql: str) -> UnsupportedQuery:
+def unsupported(what: str, node: exp.Expr | None, sql: str) -> UnsupportedQuery:
     line, column = position_of(node, sql)
     return UnsupportedQuery(f"unsupported: {what}", line, column)
 
@@ -75,7 +75,7 @@ def _readable(description: str) -> str:
 def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
     """Parse one query statement."""
     try:
-        statements = sqlglot.parse(sql, read=dialect)
+        parsed = sqlglot.parse(sql, read=dialect)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         description = _readable(first.get("description") or str(error).splitlines()[0])
@@ -84,7 +84,7 @@ def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
         raise SqlSyntaxError(f"syntax error: {error}") from None
     except ValueError as error:  # unknown dialect
         raise SqlSyntaxError(f"cannot read SQL: {error}") from None
-    statements = [s for s in statements if s is not None]
+    statements = [s for s in parsed if s is not None]
     if len(statements) != 1:
         raise SqlSyntaxError(f"expected exactly one SQL statement, found {len(statements)}")
     (statement,) = statements
@@ -93,7 +93,7 @@ def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
     return statement
 
 
-_UNSUPPORTED_NODES: tuple[tuple[type[exp.Expression], str], ...] = (
+_UNSUPPORTED_NODES: tuple[tuple[type[exp.Expr], str], ...] = (
     (exp.Window, "window function"),
     (exp.Lateral, "LATERAL / LATERAL VIEW"),
     (exp.Unnest, "UNNEST"),
@@ -109,7 +109,7 @@ _UNSUPPORTED_NODES: tuple[tuple[type[exp.Expression], str], ...] = (
 )
 
 
-def reject_unsupported(tree: exp.Expression, sql: str) -> None:
+def reject_unsupported(tree: exp.Expr, sql: str) -> None:
     """Raise :class:`UnsupportedQuery` at the first construct the binder cannot plan."""
     for node in tree.walk():
         for node_type, what in _UNSUPPORTED_NODES:
@@ -123,7 +123,7 @@ def reject_unsupported(tree: exp.Expression, sql: str) -> None:
             raise unsupported("set operation BY NAME", node, sql)
 
 
-def check_tables(tree: exp.Expression, schemas: TableSchemas, sql: str) -> None:
+def check_tables(tree: exp.Expr, schemas: TableSchemas, sql: str) -> None:
     """Every table the query reads must be a CTE or a catalog table."""
     cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     known = {name.lower() for name in schemas}
@@ -146,7 +146,7 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
     """Qualify and type-annotate ``tree`` against the catalog ``schemas`` (sqlglot passes)."""
     reject_unsupported(tree, sql)
     check_tables(tree, schemas, sql)
-    lowered = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schemas.items()}
+    lowered: dict[str, object] = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schemas.items()}
     try:
         qualified = qualify(
             tree,

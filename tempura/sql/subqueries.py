@@ -64,7 +64,7 @@ _EMPTY_IS_ARRAY = (exp.ArrayAgg, exp.ArrayUniqueAgg)
 _NULL_PROPAGATING = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Paren, exp.Cast)
 
 
-def _is_null(expression: exp.Expression) -> bool:
+def _is_null(expression: exp.Expr) -> bool:
     """Whether ``expression`` is NULL for certain: NULL itself, or arithmetic over a NULL."""
     if isinstance(expression, exp.Null):
         return True
@@ -73,7 +73,7 @@ def _is_null(expression: exp.Expression) -> bool:
     return False
 
 
-def _negated_subquery(predicate: exp.Expression) -> tuple[exp.Expression, bool]:
+def _negated_subquery(predicate: exp.Expr) -> tuple[exp.Expr, bool]:
     node = predicate.unnest()
     if isinstance(node, exp.Not):
         inner = node.this.unnest()
@@ -82,7 +82,7 @@ def _negated_subquery(predicate: exp.Expression) -> tuple[exp.Expression, bool]:
     return node, False
 
 
-def _aliases_defined_in(query: exp.Expression) -> set[str]:
+def _aliases_defined_in(query: exp.Expr) -> set[str]:
     names = set()
     for node in query.walk():
         if isinstance(node, (exp.Table, exp.Subquery)) and node.alias_or_name:
@@ -92,13 +92,13 @@ def _aliases_defined_in(query: exp.Expression) -> set[str]:
     return names
 
 
-def is_correlated(query: exp.Expression) -> bool:
+def is_correlated(query: exp.Expr) -> bool:
     """Whether ``query`` references a column of an enclosing query."""
     own = _aliases_defined_in(query)
     return any(c.table and c.table.lower() not in own for c in query.find_all(exp.Column))
 
 
-def _is_plain_select(query: exp.Expression) -> bool:
+def _is_plain_select(query: exp.Expr) -> bool:
     """A select block without aggregation, LIMIT or OFFSET: its rows are its FROM rows."""
     return (
         isinstance(query, exp.Select)
@@ -114,13 +114,13 @@ class SubqueryPlanner:
     def __init__(self, binder: Binder) -> None:
         self.binder = binder
 
-    def _unsupported(self, what: str, node: exp.Expression) -> Exception:
+    def _unsupported(self, what: str, node: exp.Expr) -> Exception:
         return unsupported(what, node, self.binder.sql)
 
     # -- predicates ----------------------------------------------------------------------------
 
     def apply_predicate(
-        self, plan: LogicalPlan, predicate: exp.Expression, scope: Scope, rewrite: Rewrite
+        self, plan: LogicalPlan, predicate: exp.Expr, scope: Scope, rewrite: Rewrite
     ) -> LogicalPlan:
         """Apply one WHERE/HAVING conjunct that contains a subquery."""
         node, negated = _negated_subquery(predicate)
@@ -173,7 +173,7 @@ class SubqueryPlanner:
             raise self.binder.bind_error(f"IN subquery returns {len(values)} columns, {len(lhs)} expected", node)
         if negated:
             (x,), (y,) = lhs, values
-            match: exp.Expression = exp.or_(
+            match: exp.Expr = exp.or_(
                 exp.EQ(this=x.copy(), expression=y.copy()),
                 exp.Is(this=x.copy(), expression=exp.null()),
                 exp.Is(this=y.copy(), expression=exp.null()),
@@ -187,14 +187,14 @@ class SubqueryPlanner:
 
     def _correlated_body(
         self, query: exp.Select, scope: Scope, outer: LogicalPlan
-    ) -> tuple[LogicalPlan, list[exp.Expression], Scope]:
+    ) -> tuple[LogicalPlan, list[exp.Expr], Scope]:
         """Bind ``query``'s FROM and its local WHERE conjuncts; return its correlated conjuncts
         (resolved, over the body's and ``outer``'s columns) separately."""
         binder = self.binder
         with binder.cte_frame(query):
             body, body_scope = binder.bind_from(query, scope)
-            local: list[exp.Expression] = []
-            correlation: list[exp.Expression] = []
+            local: list[exp.Expr] = []
+            correlation: list[exp.Expr] = []
             where = query.args.get("where")
             for predicate in conjuncts(where.this if where is not None else None):
                 depth = binder.max_depth(predicate, body_scope)
@@ -216,8 +216,8 @@ class SubqueryPlanner:
     # -- scalar subqueries ---------------------------------------------------------------------
 
     def inline_scalars(
-        self, plan: LogicalPlan, expression: exp.Expression, scope: Scope, rewrite: Rewrite
-    ) -> tuple[LogicalPlan, exp.Expression]:
+        self, plan: LogicalPlan, expression: exp.Expr, scope: Scope, rewrite: Rewrite
+    ) -> tuple[LogicalPlan, exp.Expr]:
         """Join every scalar subquery of ``expression`` to ``plan`` and refer to its value."""
         if not contains_subquery(expression):
             return plan, rewrite(expression)
@@ -233,7 +233,7 @@ class SubqueryPlanner:
                 node.replace(value)
         return plan, rewrite(expression)
 
-    def _scalar(self, plan: LogicalPlan, node: exp.Subquery, scope: Scope) -> tuple[LogicalPlan, exp.Expression]:
+    def _scalar(self, plan: LogicalPlan, node: exp.Subquery, scope: Scope) -> tuple[LogicalPlan, exp.Expr]:
         query = unwrap_query(node.this)
         if not is_correlated(query):
             return self._uncorrelated_scalar(plan, node, query)
@@ -250,8 +250,8 @@ class SubqueryPlanner:
         return self._correlated_scalar(plan, node, query, scope)
 
     def _uncorrelated_scalar(
-        self, plan: LogicalPlan, node: exp.Subquery, query: exp.Expression
-    ) -> tuple[LogicalPlan, exp.Expression]:
+        self, plan: LogicalPlan, node: exp.Subquery, query: exp.Expr
+    ) -> tuple[LogicalPlan, exp.Expr]:
         bound = self.binder.bind_query(query, None)
         if len(bound.plan.schema) != 1:
             raise self.binder.bind_error(f"scalar subquery returns {len(bound.plan.schema)} columns", node)
@@ -271,12 +271,12 @@ class SubqueryPlanner:
 
     def _correlated_scalar(
         self, plan: LogicalPlan, node: exp.Subquery, query: exp.Select, scope: Scope
-    ) -> tuple[LogicalPlan, exp.Expression]:
+    ) -> tuple[LogicalPlan, exp.Expr]:
         binder = self.binder
         body, correlation, body_scope = self._correlated_body(query, scope, plan)
         inner_columns = set(body.schema.names)
-        outer_keys: list[exp.Expression] = []
-        inner_keys: list[exp.Expression] = []
+        outer_keys: list[exp.Expr] = []
+        inner_keys: list[exp.Expr] = []
         for predicate in correlation:
             sides = (predicate.this, predicate.expression) if isinstance(predicate, exp.EQ) else ()
             inner = [s for s in sides if columns_in(s) and columns_in(s) <= inner_columns]
@@ -307,7 +307,7 @@ class SubqueryPlanner:
             exp.EQ(this=outer.copy(), expression=col(key_of[inner])) for outer, inner in zip(outer_keys, inner_keys)
         )
         joined = Join(JoinKind.LEFT, plan, grouped, condition)
-        value: exp.Expression = col(value_field.name)
+        value: exp.Expr = col(value_field.name)
         if marker is not None and empty is not None:
             value = exp.Case(
                 ifs=[exp.If(this=exp.Is(this=col(marker.name), expression=exp.null()), true=empty)],
@@ -315,10 +315,10 @@ class SubqueryPlanner:
             )
         return joined, value
 
-    def _empty_value(self, value_ast: exp.Expression) -> exp.Expression | None:
+    def _empty_value(self, value_ast: exp.Expr) -> exp.Expr | None:
         """The subquery's value over no rows, or ``None`` when that value is NULL."""
 
-        def replace(n: exp.Expression) -> exp.Expression:
+        def replace(n: exp.Expr) -> exp.Expr:
             inner = n.this if isinstance(n, exp.Filter) else n
             if isinstance(inner, _EMPTY_IS_ARRAY):
                 raise self._unsupported("correlated scalar subquery over an array aggregate", n)

@@ -1,0 +1,16 @@
+"""The package type-checks with mypy (configured in pyproject.toml)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_mypy_passes() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "tempura"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
