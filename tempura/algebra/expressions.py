@@ -56,13 +56,3 @@ def substitute(expression: exp.Expr, mapping: Mapping[str, exp.Expr]) -> exp.Exp
         return node
 
     return expression.transform(replace)
-
-
-def rename_columns(expression: exp.Expr, renames: Mapping[str, str]) -> exp.Expr:
-    """Rename column references; names absent from ``renames`` stay."""
-    return substitute(expression, {old: col(new) for old, new in renames.items()})
-
-
-def to_sql(expression: exp.Expr) -> str:
-    """Spark SQL text of an expression, as plans print it."""
-    return expression.sql(dialect="spark")
