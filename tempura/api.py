@@ -12,10 +12,18 @@ from typing import TYPE_CHECKING
 
 from tempura.algebra import Query, format_plan
 from tempura.catalog import Catalog
+from tempura.cost import CostConstants, PlanCost
+from tempura.explain import StatsExplainer
 from tempura.sql import parse_query, to_spark_sql
+from tempura.stats import Estimator, StatsCatalog, StatsStore
+
+DEFAULT_WORKDIR = ".tempura"
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from tempura.stats.collect import ProgressCallback
+    from tempura.stats.model import TableStats
 
 
 class Session:
@@ -27,12 +35,20 @@ class Session:
     """
 
     def __init__(
-        self, catalog: str | Path | Catalog, spark: SparkSession | None = None, dialect: str = "spark"
+        self,
+        catalog: str | Path | Catalog,
+        spark: SparkSession | None = None,
+        dialect: str = "spark",
+        workdir: str | Path = DEFAULT_WORKDIR,
+        cost_constants: CostConstants | None = None,
     ) -> None:
         self.catalog = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
         self.dialect = dialect
+        self.workdir = Path(workdir)
+        self.cost_constants = cost_constants or CostConstants()
         self._spark = spark
         self._registered = False
+        self._stats: StatsCatalog | None = None
 
     @property
     def spark(self) -> SparkSession:
@@ -53,6 +69,33 @@ class Session:
     def explain(self, text: str) -> str:
         """The printed logical plan of ``text``."""
         return format_plan(self.plan(text).plan)
+
+    @property
+    def stats(self) -> StatsCatalog:
+        """The statistics the estimator uses: those ``tempura analyze`` stored under the
+        workdir, else defaults from file sizes."""
+        if self._stats is None:
+            spark = self.spark if self.catalog.needs_spark_for_schemas else self._spark
+            self._stats = StatsCatalog(self.catalog, StatsStore(self.workdir), self.catalog.schemas(spark), spark)
+        return self._stats
+
+    def explainer(self) -> StatsExplainer:
+        """Estimates and costs for plans of this session (fresh caches each call)."""
+        estimator = Estimator(self.stats)
+        return StatsExplainer(estimator, PlanCost(estimator, self.cost_constants))
+
+    def explain_stats(self, text: str) -> str:
+        """The plan of ``text`` with estimated rows, size and cost on every operator."""
+        return self.explainer().text(self.plan(text))
+
+    def analyze(self, tables: list[str] | None = None, histograms: bool = True, progress: ProgressCallback | None = None) -> dict[str, TableStats]:
+        """Collect statistics of ``tables`` (all by default) through Spark and store them."""
+        from tempura.stats.collect import analyze_tables
+
+        names = tables or sorted(self.catalog.tables)
+        result = analyze_tables(self.spark, self.catalog, names, StatsStore(self.workdir), histograms, progress)
+        self._stats = None
+        return result
 
     def spark_sql(self, text: str) -> str:
         """The Spark SQL that tempura runs for ``text``."""

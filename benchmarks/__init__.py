@@ -1,0 +1,1 @@
+"""Benchmarks run through ``tempura bench``; each module owns one benchmark."""

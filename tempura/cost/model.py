@@ -1,0 +1,117 @@
+"""The cost value and its constants.
+
+A :class:`Cost` keeps CPU, IO and network time in nanoseconds, plus the output rows. Costs add
+up, and they are totally ordered: by CPU + IO + network, then by rows (the Hive seed's
+``isLe``: time first, cardinality only to break ties).
+
+The constants follow the Hive seed (``CPUc = 1 ns``, ``NEt = 150·CPUc``, ``Lr = Lw = 4·NEt``,
+``Hr = 1.5·Lr``, ``Hw = 10·Lw``), read for Spark: the *local* rates are shuffle files and the
+*distributed* ones table files and kept state. Every constant can be overridden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from functools import total_ordering
+from typing import Any, Mapping
+
+from tempura.errors import TempuraError
+
+MIB = 1024.0 * 1024.0
+
+
+@dataclass(frozen=True)
+class CostConstants:
+    """Per-unit costs (nanoseconds) and the cluster facts the cost formulas need."""
+
+    cpu: float = 1.0  # CPUc: one comparison
+    hash: float = 1.0  # hashing one row into or against a hash table, in CPUc units
+    network: float = 150.0  # NEt: one byte over the network
+    local_read: float = 600.0  # Lr: one byte read from local disk (shuffle files)
+    local_write: float = 600.0  # Lw: one byte written to local disk
+    dfs_read: float = 900.0  # Hr: one byte read from table storage
+    dfs_write: float = 6000.0  # Hw: one byte written to table storage (outputs, state)
+    executors: int = 2  # copies of a broadcast relation
+    partitions: int = 4  # shuffle partitions: partial aggregates emit up to this many rows per group
+    broadcast_threshold: float = 10 * MIB  # Spark's autoBroadcastJoinThreshold
+    cpu_rate_weight: float = 3600.0  # streaming: CPU per unit of rate vs batch CPU (Beam seed)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object]) -> CostConstants:
+        """Constants with some overridden (``{"network": 300}``); unknown names are an error."""
+        names = {f.name: f for f in dataclasses.fields(cls)}
+        changes: dict[str, Any] = {}
+        for key, raw in values.items():
+            if key not in names:
+                raise TempuraError(f"unknown cost constant '{key}' (known: {', '.join(sorted(names))})")
+            try:
+                number = float(str(raw))
+            except ValueError:
+                raise TempuraError(f"cost constant '{key}': not a number: {raw!r}") from None
+            if number < 0 or math.isnan(number):
+                raise TempuraError(f"cost constant '{key}' must be a non-negative number, got {raw!r}")
+            changes[key] = int(number) if names[key].type in ("int", int) else number
+        return dataclasses.replace(cls(), **changes)
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Cost:
+    """CPU, IO and network nanoseconds, and the rows produced."""
+
+    cpu: float = 0.0
+    io: float = 0.0
+    network: float = 0.0
+    rows: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.cpu + self.io + self.network
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.cpu + other.cpu, self.io + other.io, self.network + other.network, self.rows + other.rows)
+
+    def scaled(self, factor: float) -> Cost:
+        return Cost(self.cpu * factor, self.io * factor, self.network * factor, self.rows * factor)
+
+    def _order(self) -> tuple[float, float]:
+        return (self.total, self.rows)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return self._order() < other._order()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return self._order() == other._order()
+
+    def __hash__(self) -> int:
+        return hash(self._order())
+
+    @property
+    def is_infinite(self) -> bool:
+        return math.isinf(self.total)
+
+    def __str__(self) -> str:
+        return format_time(self.total)
+
+    def to_json(self) -> dict[str, float]:
+        return {"total_ns": self.total, "cpu_ns": self.cpu, "io_ns": self.io, "network_ns": self.network}
+
+
+ZERO = Cost()
+INFINITE = Cost(math.inf, 0.0, 0.0, math.inf)
+
+
+def format_time(ns: float) -> str:
+    """Nanoseconds as a short human reading (``1.2ms``, ``3.4s``)."""
+    if math.isinf(ns):
+        return "inf"
+    for unit, size in (("h", 3.6e12), ("min", 6e10), ("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= size:
+            return f"{ns / size:.3g}{unit}"
+    return f"{ns:.3g}ns"

@@ -1,0 +1,121 @@
+"""Cost formulas of Spark's physical operators, from the statistics of their inputs and output.
+
+In the Hive seed's spirit, adapted to Spark:
+
+- **Scan**: reading table bytes, ``Hr · T(R) · Tsz``.
+- **Exchange** (shuffle, the enforcer of hash distribution): each byte written to and read from
+  local shuffle files and sent over the network, ``(Lw + Lr + NEt) · bytes``, plus hashing each
+  row to its partition.
+- **Broadcast exchange**: ``NEt · bytes · executors`` (the Hive seed's map join IO).
+- **Sort**: ``T · log2 T · CPUc`` (the common join's sort term).
+- **Broadcast hash join** (Hive's map join): build a hash table of the small side, probe it with
+  the other, ``(T(build)·hash + T(probe) + T(out)) · CPUc``, after broadcasting the build side.
+- **Shuffled hash join**: both sides shuffled, then the same hash work per partition.
+- **Sort-merge join** (Hive's common join): both sides shuffled and sorted, then merged,
+  ``(T(R1) + T(R2)) · CPUc``.
+- **Nested loop join**: the smaller side broadcast, every pair compared, ``T(R1)·T(R2)·CPUc``.
+- **Hash aggregate**, split into a partial aggregate before the shuffle and a final one after:
+  each hashes its input rows; the shuffle carries at most ``groups × partitions`` rows.
+- **Filter**: ``T(R) · CPUc`` (Hive); **Project**: one CPUc per computed value.
+- **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary.
+- **State write / read** (kept intermediate results): ``Hw · bytes`` and ``Hr · bytes``.
+
+Each function returns the operator's own cost, not its inputs'. Physical operators arrive with
+the memo; they call these same functions, so the costs compare across planners.
+"""
+
+from __future__ import annotations
+
+from tempura.cost.model import Cost, CostConstants
+from tempura.stats.relation import RelStats, log2
+
+
+class SparkCosts:
+    """The formulas, bound to a set of constants."""
+
+    def __init__(self, constants: CostConstants | None = None) -> None:
+        self.k = constants or CostConstants()
+
+    def scan(self, out: RelStats) -> Cost:
+        return Cost(io=self.k.dfs_read * out.bytes, rows=out.rows)
+
+    def filter(self, source: RelStats, out: RelStats) -> Cost:
+        return Cost(cpu=self.k.cpu * source.rows, rows=out.rows)
+
+    def project(self, source: RelStats, computed: int) -> Cost:
+        return Cost(cpu=self.k.cpu * source.rows * computed, rows=source.rows)
+
+    def shuffle(self, source: RelStats) -> Cost:
+        k = self.k
+        return Cost(
+            cpu=k.cpu * k.hash * source.rows,
+            io=(k.local_write + k.local_read) * source.bytes,
+            network=k.network * source.bytes,
+            rows=source.rows,
+        )
+
+    def broadcast(self, source: RelStats) -> Cost:
+        k = self.k
+        return Cost(network=k.network * source.bytes * k.executors, rows=source.rows)
+
+    def sort(self, source: RelStats) -> Cost:
+        return Cost(cpu=self.k.cpu * source.rows * log2(source.rows), rows=source.rows)
+
+    def top_k(self, source: RelStats, k_rows: float) -> Cost:
+        return Cost(cpu=self.k.cpu * source.rows * log2(max(k_rows, 2.0)), rows=min(source.rows, k_rows))
+
+    def hash_join(self, build: RelStats, probe: RelStats, out: RelStats) -> Cost:
+        """The join work alone (no exchange): build a hash table, probe it, emit."""
+        k = self.k
+        return Cost(cpu=k.cpu * (build.rows * k.hash + probe.rows + out.rows), rows=out.rows)
+
+    def broadcast_hash_join(self, build: RelStats, probe: RelStats, out: RelStats) -> Cost:
+        k = self.k
+        building = Cost(cpu=k.cpu * k.hash * build.rows * (k.executors - 1))  # every executor builds
+        return self.broadcast(build) + building + self.hash_join(build, probe, out)
+
+    def shuffled_hash_join(self, build: RelStats, probe: RelStats, out: RelStats) -> Cost:
+        return self.shuffle(build) + self.shuffle(probe) + self.hash_join(build, probe, out)
+
+    def merge_join(self, left: RelStats, right: RelStats, out: RelStats) -> Cost:
+        """The merge alone: both inputs already partitioned and sorted on the keys."""
+        return Cost(cpu=self.k.cpu * (left.rows + right.rows + out.rows), rows=out.rows)
+
+    def sort_merge_join(self, left: RelStats, right: RelStats, out: RelStats) -> Cost:
+        return (
+            self.shuffle(left) + self.shuffle(right) + self.sort(left) + self.sort(right) + self.merge_join(left, right, out)
+        )
+
+    def nested_loop_join(self, left: RelStats, right: RelStats, out: RelStats) -> Cost:
+        small = left if left.bytes <= right.bytes else right
+        compare = Cost(cpu=self.k.cpu * left.rows * right.rows, rows=out.rows)
+        return self.broadcast(small) + compare
+
+    def partial_rows(self, source: RelStats, groups: float) -> float:
+        """Rows a partial aggregate emits: each partition holds at most every group once."""
+        return min(source.rows, groups * self.k.partitions)
+
+    def hash_aggregate(self, source: RelStats, out: RelStats, keyed: bool) -> Cost:
+        """Partial aggregate, shuffle of its output (when there are keys), final aggregate."""
+        k = self.k
+        partial_rows = self.partial_rows(source, out.rows) if keyed else float(k.partitions)
+        partial = RelStats(partial_rows, out.row_size, {})
+        cost = Cost(cpu=k.cpu * k.hash * source.rows)
+        cost = cost + (self.shuffle(partial) if keyed else self.gather(partial))
+        return cost + Cost(cpu=k.cpu * k.hash * partial_rows, rows=out.rows)
+
+    def gather(self, source: RelStats) -> Cost:
+        """Moving a relation to one task (a global aggregate's final step, a global limit)."""
+        return Cost(network=self.k.network * source.bytes, rows=source.rows)
+
+    def union(self, out: RelStats) -> Cost:
+        return Cost(rows=out.rows)
+
+    def limit(self, out: RelStats) -> Cost:
+        return Cost(cpu=self.k.cpu * out.rows, rows=out.rows)
+
+    def state_write(self, state: RelStats) -> Cost:
+        return Cost(io=self.k.dfs_write * state.bytes, rows=state.rows)
+
+    def state_read(self, state: RelStats) -> Cost:
+        return Cost(io=self.k.dfs_read * state.bytes, rows=state.rows)

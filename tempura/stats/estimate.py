@@ -1,0 +1,770 @@
+"""Cardinality estimation for every logical operator.
+
+:meth:`Estimator.derive` computes one operator's :class:`RelStats` from its inputs' — the form
+the memo calls once per group. :meth:`Estimator.estimate` walks a whole plan.
+
+The formulas, by operator (seeds: Spark ``002``, Hive ``001``, Beam ``000``):
+
+- **Scan**: the table's statistics; without them, defaults from file sizes (and a note).
+- **Filter**: :mod:`tempura.stats.selectivity`; untouched columns keep the distinct values
+  Cardenas' formula gives for the rows kept.
+- **Project**: rows unchanged; a computed column of one input column has at most its distinct
+  values, of several at most their product.
+- **Join** on equi-keys ``a_i = b_i``: ``T(A)·T(B)/max(V(A.k), V(B.k))`` over non-null keys, where
+  ``V`` of a multi-column key is the product of the columns' distinct counts with exponential
+  backoff (largest first, then square root, fourth root, …) and at most the side's rows. If a
+  side's key holds a column that is unique there, each row of the other side matches at most
+  once (key/foreign-key). The share of a side's rows that find a partner is
+  ``min(1, V(other.k)/V(side.k))`` (the containment assumption behind the formula). Left, right
+  and full joins add the unmatched rows; this is never below the Spark seed's ``max(T(A ⋈ B),
+  T(A))``. Semi and anti joins keep the matching or the unmatched share of the left side.
+  Conditions beyond the equi-keys are estimated as a filter on the join's output.
+- **Aggregate**: the product of the group keys' distinct counts (plus one for a key with nulls),
+  capped by the input rows; a key functionally determined by another key adds nothing.
+- **Union all**: rows add up, distinct counts are the larger of the two (Hive seed). Union
+  (distinct), intersect and except follow Calcite's constants as the Beam seed gives them.
+- **Distinct** is an aggregate on every column; **Sort** keeps everything; **Limit** caps rows.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Callable, Iterable, Mapping
+
+from sqlglot import exp
+
+from tempura.algebra import (
+    Aggregate,
+    Distinct,
+    Except,
+    Filter,
+    Intersect,
+    Join,
+    JoinKind,
+    Limit,
+    LogicalPlan,
+    Project,
+    Scan,
+    SetOperation,
+    Sort,
+    Union,
+    Values,
+    column_name,
+    columns_in,
+    conjoin,
+    conjuncts,
+)
+from tempura.algebra.schema import Field
+from tempura.stats.model import ORDERABLE, ColumnStats, Histogram, HistogramBin, TableStats, kind_of, step_of
+from tempura.stats.relation import (
+    ROW_OVERHEAD,
+    RelStats,
+    column_width,
+    merge_notes,
+    null_fraction,
+    restrict_fds,
+    scale_column,
+    uniform_histogram,
+)
+from tempura.stats.selectivity import FilterEstimator, column_ref, domain_of
+from tempura.stats.values import NotConstant, constant, encode
+
+TableLookup = Callable[[str], TableStats]
+
+UNION_OVERLAP = 0.5
+EXCEPT_FACTOR = 0.5
+
+
+def blank_column(f: Field) -> ColumnStats:
+    """Statistics of a column nothing is known about but its type."""
+    return ColumnStats(kind=kind_of(f.type), step=step_of(f.type))
+
+
+def row_size(fields: Iterable[Field], columns: Mapping[str, ColumnStats]) -> float:
+    return ROW_OVERHEAD + sum(column_width(columns.get(f.name), f.type) for f in fields)
+
+
+class Estimator:
+    """Derives statistics for plan operators; ``tables`` gives each catalog table's stats."""
+
+    def __init__(self, tables: TableLookup) -> None:
+        self.tables = tables
+        self._cache: dict[LogicalPlan, RelStats] = {}
+
+    def estimate(self, plan: LogicalPlan) -> RelStats:
+        """Statistics of ``plan``'s output (every subplan's are cached: see :meth:`of`)."""
+        cached = self._cache.get(plan)
+        if cached is not None:
+            return cached
+        inputs = [self.estimate(child) for child in plan.inputs]
+        stats = self.derive(plan, inputs)
+        self._cache[plan] = stats
+        return stats
+
+    def of(self, plan: LogicalPlan) -> RelStats:
+        return self.estimate(plan)
+
+    def derive(self, plan: LogicalPlan, inputs: list[RelStats]) -> RelStats:
+        """Statistics of one operator's output from its inputs' statistics."""
+        if isinstance(plan, Scan):
+            return self._scan(plan)
+        if isinstance(plan, Values):
+            return self._values(plan)
+        if isinstance(plan, Filter):
+            return self._filter(plan, inputs[0])
+        if isinstance(plan, Project):
+            return self._project(plan, inputs[0])
+        if isinstance(plan, Join):
+            return self._join(plan, inputs[0], inputs[1])
+        if isinstance(plan, Aggregate):
+            return self._aggregate(plan, inputs[0])
+        if isinstance(plan, Distinct):
+            return self._distinct(plan, inputs[0])
+        if isinstance(plan, SetOperation):
+            return self._set_operation(plan, inputs[0], inputs[1])
+        if isinstance(plan, Sort):
+            return inputs[0]
+        if isinstance(plan, Limit):
+            return self._limit(plan, inputs[0])
+        raise TypeError(f"no estimate for {plan.operator}")
+
+    # -- leaves --------------------------------------------------------------------------
+
+    def _scan(self, plan: Scan) -> RelStats:
+        table = self.tables(plan.table)
+        columns: dict[str, ColumnStats] = {}
+        for c in plan.columns:
+            known = table.column(c.source)
+            base = blank_column(c.field)
+            if known is not None:
+                base = known.replace(step=known.step or base.step, domain=known.ndv)
+                if base.kind == "other":
+                    base = base.replace(kind=kind_of(c.field.type))
+            columns[c.field.name] = base
+        names = [c.field.name for c in plan.columns]
+        fds = {n: frozenset(names) - {n} for n in names if columns[n].unique}
+        notes: tuple[str, ...] = ()
+        if table.is_default:
+            notes = (f"no statistics for table {plan.table}: {table.rows:.0f} rows guessed from file size",)
+        elif table.stale:
+            notes = (f"statistics for table {plan.table} are stale (its files changed): scaled to the file size",)
+        measured = [f for f in plan.schema if columns[f.name].avg_len is not None or table.is_default]
+        size = row_size(plan.schema, columns)
+        if not measured and table.rows > 0:
+            size = min(size, max(table.bytes / table.rows, ROW_OVERHEAD))
+        return RelStats(table.rows, size, columns, fds, notes)
+
+    def _values(self, plan: Values) -> RelStats:
+        rows = float(len(plan.rows))
+        columns: dict[str, ColumnStats] = {}
+        for i, f in enumerate(plan.fields):
+            base = blank_column(f)
+            values: list[object] = []
+            for row in plan.rows:
+                try:
+                    raw, _ = constant(row[i])
+                    values.append(encode(raw, base.kind) if raw is not None else None)
+                except NotConstant:
+                    values.append(("?", len(values)))  # unknown, counted as distinct
+            nonnull = [v for v in values if v is not None]
+            numbers = [v for v in nonnull if isinstance(v, float)]
+            columns[f.name] = base.replace(
+                ndv=float(len(set(map(str, nonnull)))),
+                nulls=float(len(values) - len(nonnull)),
+                min=min(numbers) if numbers and base.kind in ORDERABLE and len(numbers) == len(nonnull) else None,
+                max=max(numbers) if numbers and base.kind in ORDERABLE and len(numbers) == len(nonnull) else None,
+            )
+        return RelStats(rows, row_size(plan.fields, columns), columns)
+
+    # -- filter and project ------------------------------------------------------------
+
+    def _filter(self, plan: Filter, source: RelStats) -> RelStats:
+        return self.apply_predicate(source, plan.condition)
+
+    def apply_predicate(self, source: RelStats, predicate: exp.Expr | None) -> RelStats:
+        """``source`` after keeping the rows ``predicate`` accepts."""
+        if predicate is None:
+            return source
+        estimator = FilterEstimator(source)
+        result = estimator.estimate(predicate)
+        rows = source.rows * result.selectivity
+        if source.rows >= 1.0:
+            rows = max(rows, 1.0)  # never plan on an empty result that may not be empty
+        columns = {
+            name: result.columns[name] if name in result.columns else scale_column(stats, source.rows, rows)
+            for name, stats in source.columns.items()
+        }
+        fds = {k: set(v) for k, v in source.fds.items()}
+        for conjunct in conjuncts(predicate):
+            node = conjunct.unnest()
+            if isinstance(node, exp.EQ):
+                a, b = column_ref(node.this, source), column_ref(node.expression, source)
+                if a is not None and b is not None and a != b:
+                    fds.setdefault(a, set()).add(b)
+                    fds.setdefault(b, set()).add(a)
+        notes = merge_notes(source.notes, result.notes)
+        return RelStats(rows, source.row_size, columns, {k: frozenset(v) for k, v in fds.items()}, notes)
+
+    def _project(self, plan: Project, source: RelStats) -> RelStats:
+        columns: dict[str, ColumnStats] = {}
+        origins: dict[str, frozenset[str]] = {}
+        for p in plan.projections:
+            name = column_ref(p.expression, source)
+            if name is not None and name in source.columns:
+                columns[p.field.name] = source.columns[name]
+                origins[p.field.name] = frozenset({name})
+                continue
+            refs = columns_in(p.expression)
+            origins[p.field.name] = refs
+            columns[p.field.name] = self._computed(p.field, p.expression, refs, source)
+        # Dependencies: an output column determines another when its source determines all of
+        # the other's inputs.
+        closures = {out: source.closure(refs) for out, refs in origins.items() if refs}
+        fds: dict[str, frozenset[str]] = {}
+        for out, closure in closures.items():
+            deps = frozenset(o for o, refs in origins.items() if o != out and refs and refs <= closure)
+            if deps:
+                fds[out] = deps
+        return RelStats(source.rows, row_size(plan.schema, columns), columns, fds, source.notes)
+
+    def _computed(self, f: Field, expression: exp.Expr, refs: frozenset[str], source: RelStats) -> ColumnStats:
+        base = blank_column(f)
+        if not refs:
+            try:
+                raw, _ = constant(expression)
+            except NotConstant:
+                return base.replace(ndv=source.rows)
+            value = encode(raw, base.kind) if raw is not None else None
+            number = value if isinstance(value, float) and base.kind in ORDERABLE else None
+            return base.replace(ndv=0.0 if value is None else 1.0, nulls=source.rows if value is None else 0.0, min=number, max=number)
+        years = year_span(expression, source)
+        if years is not None:
+            return base.replace(ndv=min(years, source.rows), nulls=0.0)
+        linear = affine(expression, source)
+        if linear is not None:
+            name, scale, offset = linear
+            return affine_column(source.columns[name], scale, offset, base)
+        product = 1.0
+        for ref in refs:
+            ndv = source.ndv(ref)
+            if ndv is None:
+                return base
+            product *= max(ndv, 1.0)
+        nulls = max((source.columns[r].nulls or 0.0) for r in refs if r in source.columns) if refs else 0.0
+        return base.replace(ndv=min(product, source.rows), nulls=nulls)
+
+    # -- joins -------------------------------------------------------------------------
+
+    def _join(self, plan: Join, left: RelStats, right: RelStats) -> RelStats:
+        left_names = set(plan.left.schema.names)
+        right_names = set(plan.right.schema.names)
+        pairs, residual, null_safe = split_join_condition(plan.condition, left_names, right_names)
+        notes = merge_notes(left.notes, right.notes)
+        kind = plan.kind
+        cross = left.rows * right.rows
+        if not pairs:
+            combined = self._combine(plan, left, right, {}, cross, notes)
+            inner = self.apply_predicate(combined, residual)
+            match_l = 1.0 if residual is None else min(1.0, inner.rows / max(left.rows, 1e-9))
+            match_r = 1.0 if residual is None else min(1.0, inner.rows / max(right.rows, 1e-9))
+            if right.rows <= 0:
+                match_l = 0.0
+            if left.rows <= 0:
+                match_r = 0.0
+            return self._finish(plan, left, right, inner, match_l, match_r)
+
+        left_keys = [a for a, _ in pairs]
+        right_keys = [b for _, b in pairs]
+        v_left = key_ndv(left, left_keys)
+        v_right = key_ndv(right, right_keys)
+        nonnull_left = 1.0 if null_safe else _nonnull_share(left, left_keys)
+        nonnull_right = 1.0 if null_safe else _nonnull_share(right, right_keys)
+        if v_left is None or v_right is None:
+            # No distinct counts: assume the side with fewer rows is the key side.
+            notes = merge_notes(notes, [f"no distinct counts for join keys {', '.join(left_keys + right_keys)}"])
+            v_left = v_left if v_left is not None else left.rows
+            v_right = v_right if v_right is not None else right.rows
+        domain = max(key_domain(left, left_keys) or 0.0, key_domain(right, right_keys) or 0.0)
+        denominator = max(v_left, v_right, domain, 1.0)
+        rows = left.rows * nonnull_left * right.rows * nonnull_right / denominator
+        if _has_unique(right, right_keys):
+            rows = min(rows, left.rows * nonnull_left)
+        if _has_unique(left, left_keys):
+            rows = min(rows, right.rows * nonnull_right)
+        match_l = min(1.0, v_right / denominator) * nonnull_left if right.rows > 0 else 0.0
+        match_r = min(1.0, v_left / denominator) * nonnull_right if left.rows > 0 else 0.0
+        key_ndvs = min(v_left, v_right)
+        updates: dict[str, ColumnStats] = {}
+        for a, b in pairs:
+            ca, cb = left.columns.get(a), right.columns.get(b)
+            if ca is None or cb is None:
+                continue
+            ndv = None if ca.ndv is None or cb.ndv is None else min(ca.ndv, cb.ndv, key_ndvs if len(pairs) == 1 else math.inf)
+            low = max(ca.min, cb.min) if ca.has_range and cb.has_range else None  # type: ignore[type-var]
+            high = min(ca.max, cb.max) if ca.has_range and cb.has_range else None  # type: ignore[type-var]
+            for name, c in ((a, ca), (b, cb)):
+                updates[name] = c.replace(
+                    ndv=ndv if ndv is not None else c.ndv,
+                    nulls=0.0,
+                    min=low if low is not None else c.min,
+                    max=high if high is not None else c.max,
+                    histogram=None,
+                    domain=max(domain_of(ca) or 0.0, domain_of(cb) or 0.0) or None,
+                    unique=c.unique and (_has_unique(right, right_keys) if name == a else _has_unique(left, left_keys)),
+                )
+        combined = self._combine(plan, left, right, updates, rows, notes, match_l, match_r)
+        fds = dict(combined.fds)
+        for a, b in pairs:
+            fds[a] = fds.get(a, frozenset()) | {b}
+            fds[b] = fds.get(b, frozenset()) | {a}
+        combined = RelStats(combined.rows, combined.row_size, combined.columns, fds, combined.notes)
+        inner = self.apply_predicate(combined, residual)
+        if residual is not None and combined.rows > 0:
+            # A row matches when at least one of its key partners passes the residual.
+            selectivity = inner.rows / combined.rows
+            for side, share, count in (("l", match_l, left.rows), ("r", match_r, right.rows)):
+                fanout = combined.rows / max(count * share, 1e-9) if share > 0 else 1.0
+                adjusted = share * (1.0 - (1.0 - selectivity) ** max(fanout, 1.0))
+                if side == "l":
+                    match_l = adjusted
+                else:
+                    match_r = adjusted
+        return self._finish(plan, left, right, inner, match_l, match_r)
+
+    def _combine(
+        self,
+        plan: Join,
+        left: RelStats,
+        right: RelStats,
+        updates: Mapping[str, ColumnStats],
+        rows: float,
+        notes: tuple[str, ...],
+        match_l: float = 1.0,
+        match_r: float = 1.0,
+    ) -> RelStats:
+        """The inner join's columns: key columns as ``updates`` says, others scaled to the rows
+        of their side that find a partner."""
+        columns: dict[str, ColumnStats] = {}
+        for side, share in ((left, match_l), (right, match_r)):
+            kept_rows = side.rows * share
+            for name, stats in side.columns.items():
+                columns[name] = updates[name] if name in updates else scale_column(stats, side.rows, kept_rows)
+                if name not in updates and stats.unique:
+                    other_unique = side is left and _any_unique_in(right, updates) or side is right and _any_unique_in(left, updates)
+                    if not other_unique:
+                        columns[name] = columns[name].replace(unique=False)
+        fds = {**left.fds, **right.fds}
+        width = left.row_size + right.row_size - ROW_OVERHEAD
+        return RelStats(rows, width, columns, fds, notes)
+
+    def _finish(self, plan: Join, left: RelStats, right: RelStats, inner: RelStats, match_l: float, match_r: float) -> RelStats:
+        kind = plan.kind
+        if kind in (JoinKind.INNER, JoinKind.CROSS):
+            return inner
+        if kind in (JoinKind.SEMI, JoinKind.ANTI):
+            share = match_l if kind is JoinKind.SEMI else 1.0 - match_l
+            rows = left.rows * min(max(share, 0.0), 1.0)
+            columns = {n: scale_column(c, left.rows, rows) for n, c in left.columns.items()}
+            if kind is JoinKind.SEMI:
+                for n in left.columns:
+                    if n in inner.columns and inner.columns[n].ndv is not None and columns[n].ndv is not None:
+                        columns[n] = columns[n].replace(ndv=min(columns[n].ndv or 0.0, inner.columns[n].ndv or 0.0, rows) if rows else 0.0)
+            return RelStats(rows, left.row_size, columns, left.fds, inner.notes)
+        unmatched_left = left.rows * (1.0 - min(match_l, 1.0)) if kind.pads_right else 0.0
+        unmatched_right = right.rows * (1.0 - min(match_r, 1.0)) if kind.pads_left else 0.0
+        rows = inner.rows + unmatched_left + unmatched_right
+        rows = max(rows, inner.rows, left.rows if kind.pads_right else 0.0, right.rows if kind.pads_left else 0.0)
+        padded_columns: dict[str, ColumnStats] = {}
+        for name, stats in inner.columns.items():
+            from_left = name in left.columns
+            preserved = (from_left and kind.pads_right) or (not from_left and kind.pads_left)
+            original = (left if from_left else right).columns[name]
+            padded = unmatched_right if from_left else unmatched_left
+            if preserved:
+                stats = original  # every row of a preserved side appears
+            nulls = (stats.nulls or 0.0) + padded
+            padded_columns[name] = stats.replace(nulls=nulls if stats.nulls is not None or padded else None, unique=False)
+        fds = {**(left.fds if kind.pads_right else {}), **(right.fds if kind.pads_left else {})}
+        return RelStats(rows, inner.row_size, padded_columns, fds, inner.notes)
+
+    # -- aggregation -------------------------------------------------------------------
+
+    def group_count(self, source: RelStats, keys: list[str]) -> float:
+        """Distinct combinations of ``keys``: the product of their distinct counts (plus one
+        for a key with nulls), skipping keys determined by others, capped by the rows."""
+        if source.rows <= 0:
+            return 0.0
+        if not keys:
+            return 1.0
+        remaining = reduce_keys(source, keys)
+        product = 1.0
+        for key in remaining:
+            ndv = source.ndv(key)
+            if ndv is None:
+                return source.rows
+            column = source.columns[key]
+            product *= max(ndv, 1.0) + (1.0 if (column.nulls or 0.0) > 0 else 0.0)
+            if product >= source.rows:
+                return source.rows
+        return min(product, source.rows)
+
+    def _aggregate(self, plan: Aggregate, source: RelStats) -> RelStats:
+        keys = list(plan.keys)
+        rows = self.group_count(source, keys)
+        if not keys:
+            rows = 1.0
+        columns: dict[str, ColumnStats] = {}
+        for key in keys:
+            column = source.columns.get(key, blank_column(plan.input.schema.field(key)))
+            columns[key] = column.replace(
+                ndv=None if column.ndv is None else min(column.ndv, rows),
+                nulls=None if column.nulls is None else min(column.nulls, 1.0),
+                histogram=None,
+            )
+        for call in plan.calls:
+            columns[call.field.name] = self._aggregate_column(call.field, call.call, call.function, source, rows)
+        remaining = reduce_keys(source, keys) if keys else []
+        fds: dict[str, frozenset[str]] = restrict_fds(source.fds, set(keys), source)
+        if len(remaining) == 1:
+            (key,) = remaining
+            columns[key] = columns[key].replace(unique=(columns[key].nulls or 0.0) <= 1.0)
+            fds[key] = frozenset(plan.schema.names) - {key}
+        return RelStats(rows, row_size(plan.schema, columns), columns, fds, source.notes)
+
+    def _aggregate_column(self, f: Field, call: exp.Expr, function: str, source: RelStats, groups: float) -> ColumnStats:
+        base = blank_column(f)
+        if function in ("min", "max"):
+            refs = list(columns_in(call))
+            if len(refs) == 1 and refs[0] in source.columns:
+                inner = source.columns[refs[0]]
+                return base.replace(
+                    ndv=None if inner.ndv is None else min(inner.ndv, groups),
+                    nulls=0.0,
+                    min=inner.min,
+                    max=inner.max,
+                    avg_len=inner.avg_len,
+                    max_len=inner.max_len,
+                )
+        size = source.rows / max(groups, 1.0)  # average rows per group
+        if function == "count":
+            # Rows per group, roughly Poisson around the average group size.
+            return normal_column(base, size, math.sqrt(max(size, 1.0)), groups, low=0.0, step=1.0)
+        if function in ("sum", "avg"):
+            refs = list(columns_in(call))
+            argument = source.columns.get(refs[0]) if len(refs) == 1 and column_ref(_argument(call), source) else None
+            moments = None if argument is None else column_moments(argument, source.rows)
+            if moments is not None:
+                mean, sd = moments
+                if function == "sum":  # a sum of n values: mean n·μ, deviation √n·σ
+                    return normal_column(base, size * mean, math.sqrt(size) * sd, groups, step=0.0)
+                return normal_column(base, mean, sd / math.sqrt(max(size, 1.0)), groups, step=0.0)
+        return base.replace(ndv=groups, nulls=0.0)
+
+    def _distinct(self, plan: Distinct, source: RelStats) -> RelStats:
+        names = list(plan.schema.names)
+        rows = self.group_count(source, names)
+        columns = {n: c.replace(ndv=None if c.ndv is None else min(c.ndv, rows)) for n, c in source.columns.items()}
+        remaining = reduce_keys(source, names)
+        fds = dict(source.fds)
+        if len(remaining) == 1:
+            columns[remaining[0]] = columns[remaining[0]].replace(unique=True)
+        return RelStats(rows, source.row_size, columns, fds, source.notes)
+
+    # -- set operations and limit ------------------------------------------------------
+
+    def _set_operation(self, plan: SetOperation, left: RelStats, right: RelStats) -> RelStats:
+        notes = merge_notes(left.notes, right.notes)
+        columns: dict[str, ColumnStats] = {}
+        left_fields = plan.left.schema.fields
+        right_fields = plan.right.schema.fields
+        for out, lf, rf in zip(plan.fields, left_fields, right_fields):
+            a = left.columns.get(lf.name, blank_column(out))
+            b = right.columns.get(rf.name, blank_column(out))
+            columns[out.name] = _union_column(out, a, b, left.rows if isinstance(plan, Union) else 0.0, right.rows)
+        if isinstance(plan, Union):
+            rows = left.rows + right.rows
+            if not plan.all:
+                rows = max(left.rows, right.rows) + UNION_OVERLAP * min(left.rows, right.rows)
+                rows = min(rows, self._distinct_bound(columns, rows))
+        elif isinstance(plan, Intersect):
+            rows = min(left.rows, right.rows)
+            columns = {n: c.replace(ndv=None if c.ndv is None else min(c.ndv, rows)) for n, c in columns.items()}
+        else:
+            assert isinstance(plan, Except)
+            rows = max(left.rows - EXCEPT_FACTOR * right.rows, 0.0)
+            columns = {n: left.columns.get(lf.name, blank_column(n_f)) for n, lf, n_f in zip(columns, left_fields, plan.fields)}
+            columns = {n: scale_column(c, left.rows, rows) for n, c in columns.items()}
+        if not plan.all and not isinstance(plan, Union):
+            rows = min(rows, self._distinct_bound(columns, rows))
+        size = (left.row_size + right.row_size) / 2.0
+        return RelStats(rows, size, columns, {}, notes)
+
+    @staticmethod
+    def _distinct_bound(columns: Mapping[str, ColumnStats], rows: float) -> float:
+        product = 1.0
+        for c in columns.values():
+            if c.ndv is None:
+                return rows
+            product *= max(c.ndv, 1.0) + (1.0 if (c.nulls or 0.0) > 0 else 0.0)
+            if product >= rows:
+                return rows
+        return product
+
+    def _limit(self, plan: Limit, source: RelStats) -> RelStats:
+        rows = max(source.rows - plan.offset, 0.0)
+        if plan.count is not None:
+            rows = min(rows, float(plan.count))
+        columns = {n: scale_column(c, source.rows, rows) for n, c in source.columns.items()}
+        return RelStats(rows, source.row_size, columns, source.fds, source.notes)
+
+
+def _union_column(f: Field, a: ColumnStats, b: ColumnStats, rows_a: float, rows_b: float) -> ColumnStats:
+    ndv = None if a.ndv is None or b.ndv is None else max(a.ndv, b.ndv)
+    ranged = a.has_range and b.has_range
+    return blank_column(f).replace(
+        ndv=ndv,
+        nulls=None if a.nulls is None or b.nulls is None else a.nulls + b.nulls,
+        min=min(a.min, b.min) if ranged else None,  # type: ignore[type-var]
+        max=max(a.max, b.max) if ranged else None,  # type: ignore[type-var]
+        avg_len=None if a.avg_len is None or b.avg_len is None else (a.avg_len + b.avg_len) / 2.0,
+        max_len=None if a.max_len is None or b.max_len is None else max(a.max_len, b.max_len),
+        domain=None if ndv is None else max(domain_of(a) or 0.0, domain_of(b) or 0.0),
+    )
+
+
+DAYS_PER_YEAR = 365.2425
+
+
+def year_span(expression: exp.Expr, stats: RelStats) -> float | None:
+    """Distinct years of ``EXTRACT(YEAR FROM d)`` / ``YEAR(d)`` for a date column with a range."""
+    node = expression.unnest()
+    if isinstance(node, exp.Extract) and node.this.name.upper() == "YEAR":
+        target = node.expression
+    elif isinstance(node, exp.Year):
+        target = node.this
+    else:
+        return None
+    name = column_ref(target, stats)
+    column = stats.columns.get(name) if name is not None else None
+    if column is None or not column.has_range or column.kind not in ("date", "timestamp"):
+        return None
+    assert column.min is not None and column.max is not None
+    span = column.max - column.min
+    if column.kind == "timestamp":
+        span /= 86400.0
+    years = math.floor((column.min + span) / DAYS_PER_YEAR) - math.floor(column.min / DAYS_PER_YEAR) + 1.0
+    return max(years, 1.0)
+
+
+def affine(expression: exp.Expr, stats: RelStats) -> tuple[str, float, float] | None:
+    """``(column, a, b)`` when ``expression`` is ``a·column + b`` for constants ``a ≠ 0`` and
+    ``b`` (products, quotients, sums and differences with constants, casts that keep order)."""
+    node = expression.unnest()
+    name = column_ref(node, stats)
+    if name is not None:
+        column = stats.columns.get(name)
+        return (name, 1.0, 0.0) if column is not None and column.has_range else None
+    if isinstance(node, exp.Neg):
+        inner = affine(node.this, stats)
+        return None if inner is None else (inner[0], -inner[1], -inner[2])
+    if not isinstance(node, (exp.Mul, exp.Div, exp.Add, exp.Sub)):
+        return None
+    for this, other, flipped in ((node.this, node.expression, False), (node.expression, node.this, True)):
+        inner = affine(this, stats)
+        if inner is None:
+            continue
+        try:
+            value, _ = constant(other)
+        except NotConstant:
+            return None
+        if not isinstance(value, float):
+            return None
+        col_name, a, b = inner
+        if isinstance(node, exp.Mul):
+            return (col_name, a * value, b * value) if value != 0 else None
+        if isinstance(node, exp.Div):
+            return (col_name, a / value, b / value) if not flipped and value != 0 else None
+        if isinstance(node, exp.Add):
+            return col_name, a, b + value
+        return (col_name, -a, value - b) if flipped else (col_name, a, b - value)
+    return None
+
+
+def affine_column(column: ColumnStats, scale: float, offset: float, base: ColumnStats) -> ColumnStats:
+    """Statistics of ``scale·column + offset``: the same distinct values and nulls, the range
+    and histogram mapped (and flipped when ``scale`` is negative)."""
+    assert column.min is not None and column.max is not None
+
+    def f(x: float) -> float:
+        return scale * x + offset
+
+    lo, hi = sorted((f(column.min), f(column.max)))
+    histogram = None
+    if column.histogram is not None:
+        bins = [HistogramBin(min(f(b.lo), f(b.hi)), max(f(b.lo), f(b.hi)), b.ndv, b.rows) for b in column.histogram.bins]
+        histogram = Histogram(tuple(sorted(bins, key=lambda b: b.lo)))
+    return base.replace(
+        ndv=column.ndv, nulls=column.nulls, min=lo, max=hi, histogram=histogram, step=abs(scale) * column.step
+    )
+
+
+def _argument(call: exp.Expr) -> exp.Expr:
+    node = call.this if isinstance(call, exp.Filter) else call
+    arg = node.args.get("this")
+    return arg if isinstance(arg, exp.Expr) else node
+
+
+NORMAL_BINS = 16
+NORMAL_TAIL = 0.001
+
+
+def column_moments(column: ColumnStats, rows: float) -> tuple[float, float] | None:
+    """Mean and standard deviation of a numeric column, from its histogram (or the uniform
+    one): each bin's values spread evenly over the bin."""
+    if column.kind != "number":
+        return None
+    hist = uniform_histogram(column, rows)
+    if hist is None or hist.rows <= 0:
+        return None
+    total = hist.rows
+    mean = sum(b.rows * (b.lo + b.hi) / 2.0 for b in hist.bins) / total
+    var = sum(b.rows * ((b.hi - b.lo) ** 2 / 12.0 + ((b.lo + b.hi) / 2.0 - mean) ** 2) for b in hist.bins) / total
+    return mean, math.sqrt(max(var, 0.0))
+
+
+def normal_column(base: ColumnStats, mean: float, sd: float, groups: float, low: float | None = None, step: float = 0.0) -> ColumnStats:
+    """A per-group aggregate's statistics when its values are roughly normal (the central
+    limit theorem for sums and averages): an equi-height histogram of the normal's quantiles,
+    so that a HAVING filter on it is estimated like any other range predicate."""
+    if groups <= 0:
+        return base.replace(ndv=0.0, nulls=0.0)
+    if sd <= 0:
+        return base.replace(ndv=1.0, nulls=0.0, min=mean, max=mean, step=step)
+    dist = NormalDist(mean, sd)
+    cuts = [dist.inv_cdf(NORMAL_TAIL + (1 - 2 * NORMAL_TAIL) * i / NORMAL_BINS) for i in range(NORMAL_BINS + 1)]
+    if low is not None:
+        cuts = [max(c, low) for c in cuts]
+    width = cuts[-1] - cuts[0]
+    ndv = groups if step <= 0 else min(groups, width / step + 1.0)
+    bins = tuple(
+        HistogramBin(cuts[i], cuts[i + 1], max(ndv / NORMAL_BINS, 1.0), groups / NORMAL_BINS)
+        for i in range(NORMAL_BINS)
+        if cuts[i + 1] >= cuts[i]
+    )
+    return base.replace(ndv=ndv, nulls=0.0, min=cuts[0], max=cuts[-1], histogram=Histogram(bins), step=step)
+
+
+def reduce_keys(stats: RelStats, keys: list[str]) -> list[str]:
+    """``keys`` without those functionally determined by the others (fewest distinct values
+    dropped first, so a key column survives the columns it determines)."""
+    remaining = list(dict.fromkeys(keys))
+    order = sorted(remaining, key=lambda k: stats.ndv(k) or math.inf)
+    for key in order:
+        others = [k for k in remaining if k != key]
+        if others and key in stats.closure(others):
+            remaining.remove(key)
+    return remaining
+
+
+def key_ndv(stats: RelStats, keys: list[str]) -> float | None:
+    """Distinct values of a (possibly multi-column) key: the product of the columns' distinct
+    counts with exponential backoff (largest in full, the next square-rooted, and so on), at
+    most the rows; columns determined by other key columns are left out."""
+    remaining = reduce_keys(stats, keys)
+    values = []
+    for key in remaining:
+        ndv = stats.ndv(key)
+        if ndv is None:
+            return None
+        values.append(max(ndv, 1.0))
+    values.sort(reverse=True)
+    product = 1.0
+    for i, v in enumerate(values):
+        product *= v ** (1.0 / (2**i))
+    nonnull = stats.rows * _nonnull_share(stats, keys)
+    return max(min(product, nonnull), 1.0 if nonnull > 0 else 0.0)
+
+
+def key_domain(stats: RelStats, keys: list[str]) -> float | None:
+    """The domain of a (possibly multi-column) key, combined as :func:`key_ndv` combines
+    distinct counts (without the cap by rows: a domain is not bounded by what survived)."""
+    values = []
+    for key in reduce_keys(stats, keys):
+        column = stats.columns.get(key)
+        domain = None if column is None else domain_of(column)
+        if domain is None:
+            return None
+        values.append(max(domain, 1.0))
+    values.sort(reverse=True)
+    product = 1.0
+    for i, v in enumerate(values):
+        product *= v ** (1.0 / (2**i))
+    return product
+
+
+def _nonnull_share(stats: RelStats, keys: list[str]) -> float:
+    share = 1.0
+    for key in keys:
+        share *= 1.0 - null_fraction(stats.columns.get(key), stats.rows)
+    return share
+
+
+def _has_unique(stats: RelStats, keys: list[str]) -> bool:
+    return any(stats.columns.get(k) is not None and stats.columns[k].unique for k in keys)
+
+
+def _any_unique_in(stats: RelStats, updates: Mapping[str, ColumnStats]) -> bool:
+    return any(name in stats.columns and stats.columns[name].unique for name in updates)
+
+
+def split_join_condition(
+    condition: exp.Expr | None, left: set[str], right: set[str]
+) -> tuple[list[tuple[str, str]], exp.Expr | None, bool]:
+    """Equi-key pairs ``(left column, right column)`` of a join condition, the rest of the
+    condition, and whether the keys match nulls (the null-aware ``x = y OR x IS NULL OR
+    y IS NULL`` of NOT IN)."""
+    pairs: list[tuple[str, str]] = []
+    rest: list[exp.Expr] = []
+    null_safe = False
+    for conjunct in conjuncts(condition):
+        node = conjunct.unnest()
+        pair = _equi_pair(node, left, right)
+        if pair is None and isinstance(node, exp.Or):
+            terms = _disjuncts(node)
+            equalities = [t for t in terms if _equi_pair(t, left, right) is not None]
+            if len(equalities) == 1 and all(t is equalities[0] or isinstance(t, exp.Is) for t in terms):
+                pair = _equi_pair(equalities[0], left, right)
+                null_safe = True
+        if pair is not None:
+            pairs.append(pair)
+        else:
+            rest.append(conjunct)
+    return pairs, conjoin(rest), null_safe
+
+
+def _disjuncts(node: exp.Expr) -> list[exp.Expr]:
+    node = node.unnest()
+    if isinstance(node, exp.Or):
+        return _disjuncts(node.left) + _disjuncts(node.right)
+    return [node]
+
+
+def _equi_pair(node: exp.Expr, left: set[str], right: set[str]) -> tuple[str, str] | None:
+    if not isinstance(node, exp.EQ):
+        return None
+    a, b = _bare(node.this), _bare(node.expression)
+    if a is None or b is None:
+        return None
+    if a in left and b in right:
+        return a, b
+    if b in left and a in right:
+        return b, a
+    return None
+
+
+def _bare(node: exp.Expr) -> str | None:
+    node = node.unnest()
+    while isinstance(node, (exp.Cast, exp.TryCast)):
+        node = node.this.unnest()
+    return column_name(node)

@@ -1,0 +1,154 @@
+"""Where statistics live between processes, and which statistics the estimator gets.
+
+:class:`StatsStore` keeps one JSON file per table under ``<workdir>/stats/``, written to a
+temporary file and renamed into place, so a crash never leaves a torn file. Each file records
+a fingerprint of the table's data files (names, sizes, modification times). When the files
+change, the stored statistics are *stale*: :class:`StatsCatalog` still uses them, scaled to the
+files' new size, and says so; a table that was never analysed gets defaults from its file sizes
+(:mod:`tempura.stats.defaults`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tempura.catalog import Catalog, TableSource
+from tempura.errors import TempuraError
+from tempura.stats.defaults import default_table_stats
+from tempura.stats.model import TableStats
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class FileState:
+    """The data files of a table as they are now."""
+
+    digest: str
+    bytes: float
+    files: int
+
+
+def _is_data_file(name: str) -> bool:
+    return not name.startswith(("_", ".")) and not name.endswith(".crc")
+
+
+def file_state(source: TableSource, spark: SparkSession | None = None) -> FileState | None:
+    """Fingerprint of a table's files: local paths are listed directly; other URIs through
+    Spark's Hadoop file system when a session is given. ``None`` when it cannot be listed."""
+    entries: list[tuple[str, int, int]] = []
+    if "://" not in source.path and not source.path.startswith("file:"):
+        root = Path(source.path)
+        if root.is_file():
+            stat = root.stat()
+            entries.append((root.name, stat.st_size, stat.st_mtime_ns))
+        elif root.is_dir():
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if _is_data_file(d))
+                for name in sorted(files):
+                    if _is_data_file(name):
+                        path = Path(folder, name)
+                        stat = path.stat()
+                        entries.append((str(path.relative_to(root)), stat.st_size, stat.st_mtime_ns))
+        else:
+            return None
+    elif spark is not None:
+        jvm: Any = spark.sparkContext._jvm
+        path = jvm.org.apache.hadoop.fs.Path(source.path)
+        jsc: Any = spark.sparkContext._jsc
+        fs = path.getFileSystem(jsc.hadoopConfiguration())
+        listing = fs.listFiles(path, True)
+        while listing.hasNext():
+            status = listing.next()
+            name = str(status.getPath().toString())
+            if _is_data_file(name.rsplit("/", 1)[-1]):
+                entries.append((name, int(status.getLen()), int(status.getModificationTime())))
+    else:
+        return None
+    digest = hashlib.sha256(json.dumps(sorted(entries)).encode()).hexdigest()[:16]
+    return FileState(digest, float(sum(size for _, size, _ in entries)), len(entries))
+
+
+class StatsStore:
+    """Statistics files under ``<workdir>/stats``."""
+
+    def __init__(self, workdir: str | Path) -> None:
+        self.root = Path(workdir) / "stats"
+
+    def path(self, table: str) -> Path:
+        return self.root / f"{table.lower()}.json"
+
+    def load(self, table: str) -> TableStats | None:
+        path = self.path(table)
+        if not path.exists():
+            return None
+        try:
+            return TableStats.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError) as error:
+            raise TempuraError(f"{path}: unreadable statistics file ({error}); run 'tempura analyze' again") from None
+
+    def save(self, table: str, stats: TableStats) -> Path:
+        """Write atomically: a temporary file in the same folder, then a rename."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        target = self.path(table)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{table}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(stats.to_json(), handle, indent=1, sort_keys=True)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+
+class StatsCatalog:
+    """The statistics the estimator uses for each catalog table: stored ones (fresh, or stale
+    and scaled), else defaults from file sizes. Also accepts injected statistics (tests,
+    what-if planning)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        store: StatsStore | None = None,
+        schemas: dict[str, dict[str, str]] | None = None,
+        spark: SparkSession | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.store = store
+        self.schemas = schemas
+        self.spark = spark
+        self._cache: dict[str, TableStats] = {}
+
+    def inject(self, table: str, stats: TableStats) -> None:
+        self._cache[table.lower()] = replace(stats, source="injected")
+
+    def __call__(self, table: str) -> TableStats:
+        return self.lookup(table)
+
+    def lookup(self, table: str) -> TableStats:
+        key = table.lower()
+        if key not in self._cache:
+            self._cache[key] = self._resolve(key)
+        return self._cache[key]
+
+    def _resolve(self, table: str) -> TableStats:
+        source = self.catalog.table(table)
+        state = file_state(source, self.spark)
+        stored = self.store.load(table) if self.store is not None else None
+        if stored is not None:
+            if state is None or state.digest == stored.fingerprint:
+                return stored
+            ratio = state.bytes / stored.file_bytes if stored.file_bytes > 0 else 1.0
+            return replace(stored, rows=stored.rows * ratio, bytes=stored.bytes * ratio, stale=True)
+        schema = (self.schemas or {}).get(table) or dict(source.schema or {})
+        return default_table_stats(source, schema, state.bytes if state is not None else None)
