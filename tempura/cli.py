@@ -87,20 +87,59 @@ def query(catalog: str, dialect: str, sql: str, out: str | None, fmt: str, limit
         click.echo(f"(first {limit} rows shown)")
 
 
+def _cost_constants(values: tuple[str, ...]) -> Any:
+    from tempura.cost import CostConstants
+
+    pairs: dict[str, str] = {}
+    for item in values:
+        if "=" not in item:
+            raise TempuraError(f"--cost takes NAME=VALUE, got '{item}'")
+        name, value = item.split("=", 1)
+        pairs[name.strip()] = value.strip()
+    return CostConstants.from_mapping(pairs)
+
+
+workdir_option = click.option(
+    "--workdir",
+    default=".tempura",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where statistics and state are kept.",
+)
+
+
 @main.command()
 @catalog_option
 @dialect_option
+@workdir_option
 @click.argument("sql")
 @click.option("--sql", "show_sql", is_flag=True, help="Also print the Spark SQL tempura runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--stats", "with_stats", is_flag=True, help="Show estimated rows, size and cost of every operator.")
+@click.option("--cost", "cost", multiple=True, metavar="NAME=VALUE", help="Override a cost constant (repeatable).")
 @user_errors
-def explain(catalog: str, dialect: str, sql: str, show_sql: bool, as_json: bool) -> None:
+def explain(
+    catalog: str, dialect: str, workdir: str, sql: str, show_sql: bool, as_json: bool, with_stats: bool, cost: tuple[str, ...]
+) -> None:
     """Print the logical plan of SQL (or @file.sql)."""
     from tempura.api import Session
     from tempura.sql import to_spark_sql
 
-    session = Session(catalog, dialect=dialect)
+    session = Session(catalog, dialect=dialect, workdir=workdir, cost_constants=_cost_constants(cost))
     bound = session.plan(_read_sql(sql))
+    if with_stats:
+        explainer = session.explainer()
+        if as_json:
+            report = explainer.json(bound)
+            if show_sql:
+                report["spark_sql"] = to_spark_sql(bound)
+            click.echo(json.dumps(report, indent=2))
+        else:
+            click.echo(explainer.text(bound))
+            if show_sql:
+                click.echo("")
+                click.echo(to_spark_sql(bound, pretty=True))
+        return
     if as_json:
         payload: dict[str, object] = {"plan": str(bound.plan).splitlines(), "columns": list(bound.names)}
         if show_sql:
@@ -111,6 +150,91 @@ def explain(catalog: str, dialect: str, sql: str, show_sql: bool, as_json: bool)
     if show_sql:
         click.echo("")
         click.echo(to_spark_sql(bound, pretty=True))
+
+
+@main.command()
+@catalog_option
+@workdir_option
+@click.argument("tables", nargs=-1)
+@click.option("--histograms/--no-histograms", default=True, show_default=True, help="Collect equi-height histograms.")
+@user_errors
+def analyze(catalog: str, workdir: str, tables: tuple[str, ...], histograms: bool) -> None:
+    """Collect statistics of the catalog's tables (all, or TABLES) and keep them in the workdir."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from tempura.api import Session
+
+    session = Session(catalog, workdir=workdir)
+    for table in tables:
+        session.catalog.table(table)  # unknown names fail before Spark starts
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]analyze[/bold] {task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as bar:
+        task = bar.add_task("starting Spark", total=len(tables) or len(session.catalog.tables))
+
+        def progress(table: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=table or "done")
+
+        results = session.analyze(list(tables) or None, histograms=histograms, progress=progress)
+    summary = Table(title=f"statistics in {session.workdir / 'stats'}")
+    for column in ("table", "rows", "size", "columns", "unique columns", "method"):
+        summary.add_column(column)
+    from tempura.explain import format_bytes, format_count
+
+    for name, stats in results.items():
+        unique = ", ".join(c for c, s in stats.columns.items() if s.unique) or "-"
+        summary.add_row(name, format_count(stats.rows), format_bytes(stats.bytes), str(len(stats.columns)), unique, stats.source)
+    Console().print(summary)
+
+
+@main.group()
+def bench() -> None:
+    """Benchmarks (results as JSON and PNG charts)."""
+
+
+@bench.command("cardinality")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--query", "queries", multiple=True, help="Only these queries (q01 … q22).")
+@user_errors
+def bench_cardinality(scale: float, workdir: str, out: str, queries: tuple[str, ...]) -> None:
+    """Estimated vs true rows of every subplan of the TPC-H queries, beside Spark's CBO."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import cardinality
+
+    console = Console(stderr=True)
+    names = [f"q{int(q.lstrip('qQ')):02d}" for q in queries] if queries else None
+    report = cardinality.run(scale, Path(workdir), Path(out), names, lambda message: console.log(message))
+    table = Table(title=f"q-error, TPC-H scale {scale:g} ({report['nodes']} subplans)")
+    for column in ("estimator", "nodes", "median", "p90", "p95", "max"):
+        table.add_column(column)
+    for label, key in (
+        ("tempura, all subplans", "tempura_all"),
+        ("tempura, without cross joins", "tempura_without_cross_joins"),
+        ("tempura, comparable", "tempura_comparable"),
+        ("Spark CBO, comparable", "spark_comparable"),
+    ):
+        row = report[key]
+        table.add_row(label, str(row["count"]), *(f"{row[k]:.2f}" for k in ("median", "p90", "p95", "max")))
+    Console().print(table)
+    ops = Table(title="by operator (tempura | Spark)")
+    for column in ("operator", "nodes", "median", "p95", "max", "Spark p95"):
+        ops.add_column(column)
+    for op, row in report["by_operator"].items():
+        t, sp = row["tempura"], row["spark"]
+        ops.add_row(op, str(t["count"]), f"{t['median']:.2f}", f"{t['p95']:.2f}", f"{t['max']:.2f}", f"{sp['p95']:.2f}" if sp.get("count") else "-")
+    Console().print(ops)
+    click.echo("wrote " + ", ".join(report["files"]))
 
 
 @main.command("tpch-gen")

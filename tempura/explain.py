@@ -115,7 +115,6 @@ class StatsExplainer:
         notes = self.estimator.of(query.plan).notes
         notes = notes + tuple(n for node in _walk(query.plan) for n in self.estimator.of(node).notes if n not in notes)
         if notes:
-            lines.append("")
             lines.append("notes:")
             lines.extend(f"  - {note}" for note in dict.fromkeys(notes))
         return "\n".join(lines)

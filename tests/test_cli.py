@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,43 @@ def test_user_errors_are_one_line_with_exit_2(catalog: Path, sql: str, message: 
     assert "Traceback" not in result.output
 
 
+def test_explain_stats_without_statistics_says_so(catalog: Path, tmp_path: Path) -> None:
+    args = ["explain", "--catalog", str(catalog), "--workdir", str(tmp_path / "w"), "--stats", tpch.query_text("q03")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert first.startswith("Limit 10  (rows=10 ") and "cost=" in first and "TakeOrdered" in first
+    assert "no statistics for table lineitem" in result.output
+
+
+def test_explain_stats_json_gives_every_node(catalog: Path, tmp_path: Path) -> None:
+    args = ["explain", "--catalog", str(catalog), "--workdir", str(tmp_path / "w"), "--stats", "--json"]
+    result = CliRunner().invoke(main, [*args, "SELECT n_name, COUNT(*) AS c FROM nation GROUP BY n_name"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert [n["operator"] for n in report["nodes"]] == ["Aggregate", "Scan"]
+    for node in report["nodes"]:
+        assert {"id", "operator", "rows", "bytes", "cost_ns", "sql"} <= node.keys()
+    assert report["nodes"][1]["sql"] == "SELECT nation.n_name AS n_name FROM nation AS nation"
+
+
+def test_cost_constants_from_the_command_line(catalog: Path, tmp_path: Path) -> None:
+    base = ["explain", "--catalog", str(catalog), "--workdir", str(tmp_path / "w"), "--stats", "--json"]
+    sql = "SELECT n_name FROM nation"
+    default = json.loads(CliRunner().invoke(main, [*base, sql]).output)["cost_ns"]
+    doubled = json.loads(CliRunner().invoke(main, [*base, "--cost", "dfs_read=1800", sql]).output)["cost_ns"]
+    assert doubled == pytest.approx(2 * default)  # a scan costs Hr per byte
+    for bad, message in (("bogus=1", "unknown cost constant 'bogus'"), ("network", "--cost takes NAME=VALUE"), ("cpu=-1", "'cpu' must be")):
+        result = CliRunner().invoke(main, [*base, "--cost", bad, sql])
+        assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_analyze_rejects_unknown_tables_before_starting_spark(catalog: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["analyze", "--catalog", str(catalog), "--workdir", str(tmp_path), "nope"])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: unknown table 'nope'")
+
+
 def test_missing_catalog(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["explain", "--catalog", str(tmp_path / "none.yaml"), "SELECT 1"])
     assert result.exit_code == 2
@@ -56,8 +94,8 @@ def test_missing_catalog(tmp_path: Path) -> None:
 
 
 def test_every_command_has_help() -> None:
-    for command in ["query", "explain", "tpch-gen", "demo"]:
-        result = CliRunner().invoke(main, [command, "--help"])
+    for command in (["query"], ["explain"], ["tpch-gen"], ["demo"], ["analyze"], ["bench", "cardinality"]):
+        result = CliRunner().invoke(main, [*command, "--help"])
         assert result.exit_code == 0 and "Usage" in result.output
 
 
@@ -72,6 +110,20 @@ def test_query_prints_and_writes(spark: object, tpch_catalog: Path, tmp_path: Pa
     assert result.exit_code == 0, result.output
     lines = "".join(p.read_text() for p in sorted(out.glob("part-*.json"))).splitlines()
     assert len(lines) == 5 and '"n":5' in lines[0]
+
+
+@pytest.mark.spark
+def test_analyze_then_explain_uses_the_statistics(spark: object, tpch_catalog: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    result = CliRunner().invoke(main, ["analyze", "--catalog", str(tpch_catalog), "--workdir", str(work), "nation", "region"])
+    assert result.exit_code == 0, result.output
+    assert (work / "stats" / "nation.json").exists() and (work / "stats" / "region.json").exists()
+    assert "n_nationkey" in result.output  # listed among the unique columns
+    sql = "SELECT n_name FROM nation JOIN region ON n_regionkey = r_regionkey WHERE r_name = 'ASIA'"
+    result = CliRunner().invoke(main, ["explain", "--catalog", str(tpch_catalog), "--workdir", str(work), "--stats", sql])
+    assert result.exit_code == 0, result.output
+    assert "no statistics" not in result.output
+    assert "(rows=5 " in result.output.splitlines()[0]
 
 
 @pytest.mark.spark

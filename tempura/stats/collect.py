@@ -142,7 +142,7 @@ def aggregate_stats(spark: SparkSession, table: str, columns: dict[str, str]) ->
     for i, (name, type_name) in enumerate(columns.items()):
         c = quote(name)
         kind = kind_of(type_name)
-        exprs.append(f"APPROX_COUNT_DISTINCT({c}) AS `d{i}`")
+        exprs.append(f"APPROX_COUNT_DISTINCT({c}, {NDV_MAX_ERROR}) AS `d{i}`")
         exprs.append(f"COUNT({c}) AS `n{i}`")
         if kind in ("number", "date", "timestamp"):
             exprs.append(f"MIN({c}) AS `lo{i}`")

@@ -64,10 +64,11 @@ from tempura.stats.relation import (
     merge_notes,
     null_fraction,
     restrict_fds,
+    fraction_below,
     scale_column,
     uniform_histogram,
 )
-from tempura.stats.selectivity import FilterEstimator, column_ref, domain_of
+from tempura.stats.selectivity import FilterEstimator, backoff, column_ref, domain_of, expression_key
 from tempura.stats.values import NotConstant, constant, encode
 
 TableLookup = Callable[[str], TableStats]
@@ -141,12 +142,14 @@ class Estimator:
                 base = known.replace(step=known.step or base.step, domain=known.ndv)
                 if base.kind == "other":
                     base = base.replace(kind=kind_of(c.field.type))
-            columns[c.field.name] = base
+            origin = plan.columns[0].field.name  # plan-unique: names this scan
+            columns[c.field.name] = base.replace(origin=origin, origin_rows=table.rows)
         names = [c.field.name for c in plan.columns]
         fds = {n: frozenset(names) - {n} for n in names if columns[n].unique}
         notes: tuple[str, ...] = ()
         if table.is_default:
-            notes = (f"no statistics for table {plan.table}: {table.rows:.0f} rows guessed from file size",)
+            basis = "guessed from file size" if table.file_bytes > 0 else "assumed (file size unknown)"
+            notes = (f"no statistics for table {plan.table}: {table.rows:.0f} rows {basis}",)
         elif table.stale:
             notes = (f"statistics for table {plan.table} are stale (its files changed): scaled to the file size",)
         measured = [f for f in plan.schema if columns[f.name].avg_len is not None or table.is_default]
@@ -195,6 +198,8 @@ class Estimator:
             name: result.columns[name] if name in result.columns else scale_column(stats, source.rows, rows)
             for name, stats in source.columns.items()
         }
+        for name, stats in result.columns.items():
+            columns.setdefault(name, stats)  # statistics of filtered expressions
         fds = {k: set(v) for k, v in source.fds.items()}
         for conjunct in conjuncts(predicate):
             node = conjunct.unnest()
@@ -238,6 +243,9 @@ class Estimator:
             value = encode(raw, base.kind) if raw is not None else None
             number = value if isinstance(value, float) and base.kind in ORDERABLE else None
             return base.replace(ndv=0.0 if value is None else 1.0, nulls=source.rows if value is None else 0.0, min=number, max=number)
+        known = source.columns.get(expression_key(expression))
+        if known is not None and known.ndv is not None:
+            return base.replace(ndv=min(known.ndv, source.rows), nulls=known.nulls)
         years = year_span(expression, source)
         if years is not None:
             return base.replace(ndv=min(years, source.rows), nulls=0.0)
@@ -285,15 +293,25 @@ class Estimator:
             notes = merge_notes(notes, [f"no distinct counts for join keys {', '.join(left_keys + right_keys)}"])
             v_left = v_left if v_left is not None else left.rows
             v_right = v_right if v_right is not None else right.rows
-        domain = max(key_domain(left, left_keys) or 0.0, key_domain(right, right_keys) or 0.0)
-        denominator = max(v_left, v_right, domain, 1.0)
-        rows = left.rows * nonnull_left * right.rows * nonnull_right / denominator
+        # Only keys inside both sides' ranges can match: restrict each side to the overlap.
+        share_left, share_right = 1.0, 1.0
+        for a, b in pairs:
+            sa, sb = range_overlap(left, a, right, b)
+            share_left *= sa
+            share_right *= sb
+        d_left = (key_domain(left, left_keys) or 0.0) * share_left
+        d_right = (key_domain(right, right_keys) or 0.0) * share_right
+        v_left_in, v_right_in = v_left * share_left, v_right * share_right
+        denominator = max(v_left_in, v_right_in, d_left, d_right, 1.0)
+        in_left = left.rows * nonnull_left * share_left
+        in_right = right.rows * nonnull_right * share_right
+        rows = in_left * in_right / denominator
         if _has_unique(right, right_keys):
-            rows = min(rows, left.rows * nonnull_left)
+            rows = min(rows, in_left)
         if _has_unique(left, left_keys):
-            rows = min(rows, right.rows * nonnull_right)
-        match_l = min(1.0, v_right / denominator) * nonnull_left if right.rows > 0 else 0.0
-        match_r = min(1.0, v_left / denominator) * nonnull_right if left.rows > 0 else 0.0
+            rows = min(rows, in_right)
+        match_l = min(1.0, v_right_in / denominator) * nonnull_left * share_left if right.rows > 0 else 0.0
+        match_r = min(1.0, v_left_in / denominator) * nonnull_right * share_right if left.rows > 0 else 0.0
         key_ndvs = min(v_left, v_right)
         updates: dict[str, ColumnStats] = {}
         for a, b in pairs:
@@ -678,12 +696,28 @@ def key_ndv(stats: RelStats, keys: list[str]) -> float | None:
         if ndv is None:
             return None
         values.append(max(ndv, 1.0))
-    values.sort(reverse=True)
-    product = 1.0
-    for i, v in enumerate(values):
-        product *= v ** (1.0 / (2**i))
     nonnull = stats.rows * _nonnull_share(stats, keys)
-    return max(min(product, nonnull), 1.0 if nonnull > 0 else 0.0)
+    return max(min(backoff(values), nonnull), 1.0 if nonnull > 0 else 0.0)
+
+
+def range_overlap(left: RelStats, a: str, right: RelStats, b: str) -> tuple[float, float]:
+    """Shares of each side's rows whose key lies in the range both sides cover (1 when a
+    range is unknown)."""
+    ca, cb = left.columns.get(a), right.columns.get(b)
+    if ca is None or cb is None or not ca.has_range or not cb.has_range or ca.kind != cb.kind:
+        return 1.0, 1.0
+    assert ca.min is not None and ca.max is not None and cb.min is not None and cb.max is not None
+    low, high = max(ca.min, cb.min), min(ca.max, cb.max)
+    if low > high:
+        return 0.0, 0.0
+
+    def share(column: ColumnStats, rows: float) -> float:
+        hist = uniform_histogram(column, rows)
+        if hist is None:
+            return 1.0
+        return max(fraction_below(hist, high, True, column.step) - fraction_below(hist, low, False, column.step), 0.0)
+
+    return share(ca, left.rows), share(cb, right.rows)
 
 
 def key_domain(stats: RelStats, keys: list[str]) -> float | None:
@@ -696,11 +730,7 @@ def key_domain(stats: RelStats, keys: list[str]) -> float | None:
         if domain is None:
             return None
         values.append(max(domain, 1.0))
-    values.sort(reverse=True)
-    product = 1.0
-    for i, v in enumerate(values):
-        product *= v ** (1.0 / (2**i))
-    return product
+    return backoff(values)
 
 
 def _nonnull_share(stats: RelStats, keys: list[str]) -> float:

@@ -9,6 +9,9 @@ histogram. Two additions serve the estimator:
 - ``domain``: in a derived relation, how many distinct values the column could hold before
   predicates on *other* columns or joins thinned it out (its base table's distinct count). A
   join of two independently thinned sides matches a key with probability ``V/domain``, not 1.
+- ``origin`` and ``origin_rows``: in a derived relation, which scan the column comes from and
+  that table's rows, so that several equalities between the same two tables are estimated as
+  one multi-column key.
 - ``kind``: the value domain (number, date, timestamp, string, boolean, other). Orderable
   domains keep ``min``/``max`` and histogram bounds as floats: numbers as themselves, dates as
   days since 1970-01-01, timestamps as seconds since the epoch. Strings keep no bounds.
@@ -111,6 +114,8 @@ class ColumnStats:
     unique: bool = False
     step: float = 0.0
     domain: float | None = None
+    origin: str | None = None
+    origin_rows: float | None = None
 
     def replace(self, **changes: Any) -> ColumnStats:
         return dataclasses.replace(self, **changes)

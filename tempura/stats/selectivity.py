@@ -20,11 +20,12 @@ textbook defaults: 1/10 for equality, 1/3 otherwise, and a note says so.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from tempura.algebra import column_name, conjuncts
+from tempura.algebra import column_name, columns_in, conjuncts
 from tempura.stats.model import ORDERABLE, ColumnStats
 from tempura.stats.relation import (
     RelStats,
@@ -84,8 +85,12 @@ class FilterEstimator:
         """Apply ``predicate``; the result's columns are the narrowed ones only."""
         touched: dict[str, ColumnStats] = {}
         selectivity = 1.0
-        for conjunct in conjuncts(predicate):
+        parts = conjuncts(predicate)
+        grouped = self._key_groups(parts)
+        for i, conjunct in enumerate(parts):
             result = self._atom(conjunct, update=True)
+            if i in grouped:
+                result.selectivity = grouped[i]
             selectivity *= result.selectivity
             self.rows *= result.selectivity
             for name, column in result.columns.items():
@@ -93,6 +98,51 @@ class FilterEstimator:
                 self.columns[name] = column
                 touched[name] = column
         return FilterResult(min(max(selectivity, 0.0), 1.0), touched, self.notes)
+
+    def _key_groups(self, parts: list[exp.Expr]) -> dict[int, float]:
+        """Equalities between columns of the same two scans form one multi-column key: its
+        selectivity is ``1/max(V(A.k), V(B.k))`` with the key's distinct values combined with
+        exponential backoff and capped by each table's rows (as a join on the key would be
+        estimated), instead of a product of independent equalities. Returns the selectivity
+        per conjunct index: the whole group's on its first equality, 1 on the others."""
+        groups: dict[frozenset[str], list[tuple[int, str, str]]] = {}
+        for i, part in enumerate(parts):
+            node = part.unnest()
+            if not isinstance(node, exp.EQ):
+                continue
+            a, b = column_ref(node.this, self.stats), column_ref(node.expression, self.stats)
+            ca, cb = self.columns.get(a or ""), self.columns.get(b or "")
+            if a is None or b is None or ca is None or cb is None or not ca.origin or not cb.origin:
+                continue
+            if ca.origin == cb.origin:
+                continue
+            key = frozenset({ca.origin, cb.origin})
+            first, second = (a, b) if ca.origin < cb.origin else (b, a)
+            groups.setdefault(key, []).append((i, first, second))
+        out: dict[int, float] = {}
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            sides = ([m[1] for m in members], [m[2] for m in members])
+            bounds = []
+            for names in sides:
+                columns = [self.columns[n] for n in names]
+                if any(c.ndv is None for c in columns):
+                    break
+                ndvs = sorted((max(c.ndv or 1.0, 1.0) for c in columns), reverse=True)
+                domains = sorted((max(domain_of(c) or 1.0, 1.0) for c in columns), reverse=True)
+                cap = columns[0].origin_rows or math.inf
+                bounds.append(min(backoff(ndvs), cap))
+                bounds.append(min(backoff(domains), cap))
+            else:
+                share = 1.0 / max(max(bounds), 1.0)
+                nonnull = 1.0
+                for names in sides:
+                    for n in names:
+                        nonnull *= self._nonnull(n)
+                for j, (i, _, _) in enumerate(members):
+                    out[i] = share * nonnull if j == 0 else 1.0
+        return out
 
     # -- atoms -----------------------------------------------------------------------------
 
@@ -273,6 +323,11 @@ class FilterEstimator:
         if name is None or not items or node.args.get("query") is not None:
             share = min(DEFAULT_EQUALITY * max(len(items), 1), 1.0)
             self.notes.append(f"default selectivity for {node.sql(dialect='spark')}")
+            if items and columns_in(node.this) and all(isinstance(i, exp.Literal) for i in items):
+                # Remember that the expression now takes at most these values (a later
+                # projection of the same expression, or a GROUP BY on it, uses it).
+                listed = {str(i.this) for i in items}
+                return FilterResult(share, {expression_key(node.this): ColumnStats(ndv=float(len(listed)), nulls=0.0)})
             return FilterResult(share)
         column = self.columns.get(name, ColumnStats())
         values: list[Value] = []
@@ -385,6 +440,20 @@ def compare_distributions(op: type[exp.Expr], a: ColumnStats, b: ColumnStats, ro
                 share = fraction_below(hist_b, point, op is exp.GTE, b.step)
             total += weight * share
     return min(max(total, 0.0), 1.0)
+
+
+def expression_key(expression: exp.Expr) -> str:
+    """The key under which statistics of a computed expression travel with a relation."""
+    return "expr:" + expression.sql(dialect="spark")
+
+
+def backoff(values: list[float]) -> float:
+    """Distinct combinations of several columns: the largest count in full, the next
+    square-rooted, the next fourth-rooted, … (exponential backoff for correlated columns)."""
+    product = 1.0
+    for i, v in enumerate(sorted(values, reverse=True)):
+        product *= v ** (1.0 / (2**i))
+    return product
 
 
 def domain_of(column: ColumnStats) -> float | None:

@@ -104,6 +104,7 @@ class StatsStore:
                 json.dump(stats.to_json(), handle, indent=1, sort_keys=True)
                 handle.flush()
                 os.fsync(handle.fileno())
+            os.chmod(tmp, 0o644)
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,45 @@
+"""The cardinality benchmark's arithmetic: q-error, percentiles and the report's summaries."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.cardinality import NodeResult, build_report, percentile, q_error, summary
+
+
+def test_q_error_is_symmetric_and_counts_zero_as_one() -> None:
+    assert q_error(10, 100) == 10
+    assert q_error(100, 10) == 10
+    assert q_error(0, 0) == 1
+    assert q_error(0, 7) == 7
+    assert q_error(0.2, 4) == 4  # estimates below one row count as one
+
+
+def test_percentiles_interpolate_between_ranks() -> None:
+    data = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert percentile(data, 50) == 3.0
+    assert percentile(data, 90) == pytest.approx(4.6)  # rank 3.6 between 4 and 5
+    assert percentile(data, 100) == 5.0
+    assert summary(data) == {"count": 5, "median": 3.0, "p90": pytest.approx(4.6), "p95": pytest.approx(4.8), "max": 5.0}
+    assert summary([]) == {"count": 0}
+
+
+def node(query: str, op: str, est: float, act: float, spark: float | None, cross: bool = False) -> NodeResult:
+    return NodeResult(query, 0, op, "x", est, act, spark, q_error(est, act), None if spark is None else q_error(spark, act), 0.0, cross)
+
+
+def test_report_compares_only_where_spark_has_an_estimate() -> None:
+    results = [
+        node("q01", "Scan", 10, 10, 10),
+        node("q01", "Filter", 50, 10, 1000),
+        node("q01", "Aggregate", 2, 4, None),
+        node("q02", "Join", 100, 100, 100, cross=True),
+    ]
+    report = build_report(0.01, results, 1.0)
+    assert report["nodes"] == 4 and report["comparable_nodes"] == 3
+    assert report["tempura_all"]["max"] == 5
+    assert report["tempura_comparable"]["count"] == 3
+    assert report["spark_comparable"]["max"] == 100
+    assert report["tempura_without_cross_joins"]["count"] == 3
+    assert report["by_operator"]["Aggregate"]["spark"] == {"count": 0}
+    assert report["worst"][0]["operator"] == "Filter"
