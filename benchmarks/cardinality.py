@@ -153,6 +153,8 @@ def prepare(scale: float, workdir: Path, spark: SparkSession, progress: Progress
     return session
 
 
+BENCH_DRIVER_MEMORY = "8g"
+
 CBO_CONF = {
     "spark.sql.cbo.enabled": "true",
     "spark.sql.cbo.planStats.enabled": "true",
@@ -164,7 +166,8 @@ CBO_CONF = {
 def run(scale: float, workdir: Path, out: Path, queries: list[str] | None, progress: Progress) -> dict[str, Any]:
     from tempura.runtime import get_spark
 
-    spark = get_spark()
+    # Counting every subplan of TPC-H at scale 1 needs more than the default driver heap.
+    spark = get_spark(conf={"spark.driver.memory": BENCH_DRIVER_MEMORY})
     session = prepare(scale, workdir, spark, progress)
     names = queries or tpch.query_names()
     results: list[NodeResult] = []

@@ -175,40 +175,47 @@ def test_like_patterns() -> None:
     assert rows(where(A_ALL, "s NOT LIKE 'PROMO%'")) == pytest.approx(1000 * (1 - 1 / 6))
 
 
+def test_like_is_tried_on_the_value_sample() -> None:
+    # 2 of 8 sampled values start with 'forest'; none ends in 'xyz' (half a value's share).
+    sample = ("forest green", "forest", "lime", "navy blue", "green", "red", "blue", "almond")
+    table = TableStats(rows=800, bytes=8000, columns={"s": ColumnStats(kind="string", ndv=700, nulls=0, sample=sample)})
+    est = estimator(w=table)
+    plan = Scan("w", (ScanColumn("s", Field("s", "string")),), "w")
+    assert rows(where(plan, "s LIKE 'forest%'"), est) == pytest.approx(800 * 2 / 8)
+    assert rows(where(plan, "s LIKE '%xyz'"), est) == pytest.approx(800 * 0.5 / 8)
+    assert rows(where(plan, "s ILIKE 'FOREST%'"), est) == pytest.approx(800 * 2 / 8)
+    assert rows(where(plan, "s LIKE '_ime'"), est) == pytest.approx(800 * 1 / 8)
+
+
 def test_column_equality_is_one_over_the_larger_ndv() -> None:
     # Hive seed: 1 / max(V(x), V(n)); n is null in 200 of 1000 rows.
     expected = 1000 * (1 / max(100, 50)) * (800 / 1000)
     assert rows(where(A_ALL, "x = n")) == pytest.approx(expected)
 
 
+def two_columns(rows: float, p: ColumnStats, q: ColumnStats, type_name: str) -> tuple[Estimator, Scan]:
+    """An estimator knowing table f (columns p and q) and a scan of it."""
+    table = TableStats(rows=rows, bytes=rows * 8, columns={"p": p, "q": q})
+    plan = Scan("f", (ScanColumn("p", Field("p", type_name)), ScanColumn("q", Field("q", type_name))), "f")
+    return estimator(f=table), plan
+
+
 def test_column_comparison_without_overlap_is_zero_or_one() -> None:
-    # x in 1..100 never exceeds... k in 1..1000 overlaps; n in 0..49 vs a shifted copy does not.
-    far = TableStats(
-        rows=100,
-        bytes=800,
-        columns={
-            "p": ColumnStats(kind="number", ndv=10, nulls=0, min=0, max=9, step=1),
-            "q": ColumnStats(kind="number", ndv=10, nulls=0, min=100, max=109, step=1),
-        },
+    # p in 0..9 lies wholly below q in 100..109.
+    est, plan = two_columns(
+        100,
+        ColumnStats(kind="number", ndv=10, nulls=0, min=0, max=9, step=1),
+        ColumnStats(kind="number", ndv=10, nulls=0, min=100, max=109, step=1),
+        "int",
     )
-    est = estimator(f=far)
-    plan = Scan("f", (ScanColumn("p", Field("p", "int")), ScanColumn("q", Field("q", "int"))), "f")
     assert rows(where(plan, "p < q"), est) == pytest.approx(100)
     assert rows(where(plan, "p > q"), est) == 1.0
 
 
 def test_column_comparison_of_overlapping_uniform_columns() -> None:
     # Two independent uniform columns on the same range: P(p < q) is close to 1/2.
-    same = TableStats(
-        rows=1000,
-        bytes=8000,
-        columns={
-            "p": ColumnStats(kind="number", ndv=1000, nulls=0, min=0, max=1, step=0),
-            "q": ColumnStats(kind="number", ndv=1000, nulls=0, min=0, max=1, step=0),
-        },
-    )
-    est = estimator(f=same)
-    plan = Scan("f", (ScanColumn("p", Field("p", "double")), ScanColumn("q", Field("q", "double"))), "f")
+    uniform = ColumnStats(kind="number", ndv=1000, nulls=0, min=0, max=1, step=0)
+    est, plan = two_columns(1000, uniform, uniform, "double")
     assert rows(where(plan, "p < q"), est) == pytest.approx(500, rel=0.01)
 
 

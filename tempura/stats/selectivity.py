@@ -7,8 +7,8 @@ Conjuncts are applied one after another, each narrowing the statistics the next 
   histogram from min, max and distinct count (Hive seed). Min, max, distinct count and the
   histogram are narrowed; a literal outside ``[min, max]`` gives 0.
 - ``IN (…)``, ``BETWEEN``, ``IS [NOT] NULL``, ``LIKE`` (a pattern without wildcards is an
-  equality; otherwise each literal run of n characters keeps 1/(n+1) of the rows, never below
-  one distinct value's share).
+  equality; otherwise the share of the column's value sample that matches, or without a sample
+  1/(n+1) for each literal run of n characters; never below one distinct value's share).
 - ``col = col``: ``1/max(V(a), V(b))`` (Hive seed); ``col < col``: 0 or 1 when the ranges do not
   overlap, else 1/3 (Spark seed).
 - ``AND`` multiplies (sequentially), ``OR`` is ``s1 + s2 − s1·s2`` (Hive seed), ``NOT`` is
@@ -21,6 +21,7 @@ textbook defaults: 1/10 for equality, 1/3 otherwise, and a note says so.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -365,14 +366,21 @@ class FilterEstimator:
             self.notes.append(f"default selectivity for {node.sql(dialect='spark')}")
             return FilterResult(DEFAULT_RANGE)
         text = str(pattern.this)
-        if "%" not in text and "_" not in text:
+        if "%" not in text and "_" not in text and not isinstance(node, exp.ILike):
             return self._compare_literal(exp.EQ, name, text)
-        share = like_selectivity(text)
         column = self.columns.get(name, ColumnStats())
+        matching: tuple[str, ...] | None = None
+        if column.sample:
+            matching = tuple(v for v in column.sample if like_matches(text, v, isinstance(node, exp.ILike)))
+            # No hit still leaves half a sampled value's share.
+            share = max(len(matching), 0.5) / len(column.sample)
+        else:
+            share = like_selectivity(text)
         if column.ndv:
             share = max(share, 1.0 / max(min(column.ndv, self.rows), 1.0))
         ndv = None if column.ndv is None else max(column.ndv * share, 1.0)
-        return FilterResult(share * self._nonnull(name), {name: column.replace(ndv=ndv, nulls=0.0, histogram=None)})
+        narrowed = column.replace(ndv=ndv, nulls=0.0, histogram=None, sample=matching or None)
+        return FilterResult(share * self._nonnull(name), {name: narrowed})
 
     def _compare_columns(self, op: type[exp.Expr], left: str, right: str) -> FilterResult:
         a = self.columns.get(left, ColumnStats())
@@ -471,6 +479,31 @@ def _shrink_domain(before: ColumnStats | None, after: ColumnStats) -> ColumnStat
     if before.ndv and after.ndv is not None:
         return after.replace(domain=before.domain * min(after.ndv / before.ndv, 1.0))
     return after
+
+
+def like_regex(pattern: str) -> str:
+    """A LIKE pattern as a regular expression (``%`` any run, ``_`` one character, ``\\``
+    escapes)."""
+    out: list[str] = []
+    escaped = False
+    for ch in pattern:
+        if escaped:
+            out.append(re.escape(ch))
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "%":
+            out.append(".*")
+        elif ch == "_":
+            out.append(".")
+        else:
+            out.append(re.escape(ch))
+    return "".join(out)
+
+
+def like_matches(pattern: str, value: str, ignore_case: bool = False) -> bool:
+    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
+    return re.fullmatch(like_regex(pattern), value, flags) is not None
 
 
 def like_selectivity(pattern: str) -> float:
