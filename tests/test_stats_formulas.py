@@ -311,10 +311,16 @@ def count_star(name: str = "c") -> AggregateCall:
 
 
 def test_aggregate_is_the_product_of_key_ndvs_capped_by_rows() -> None:
-    # s (10) × n (50 + 1 for the null group) = 510.
-    assert rows(Aggregate(A_ALL, ("s", "n"), (count_star(),))) == pytest.approx(10 * 51)
-    # x (100) × k (1000) caps at the 1000 input rows.
+    # s (10) × n (50 + 1 for the null group) = 510 combinations, drawn 1000 times.
+    assert rows(Aggregate(A_ALL, ("s", "n"), (count_star(),))) == pytest.approx(510 * (1 - (1 - 1 / 510) ** 1000))
+    # k is unique, so it determines x: k's 1000 values.
     assert rows(Aggregate(A_ALL, ("x", "k"), (count_star(),))) == pytest.approx(1000)
+    # After a filter keeping 50 of a's 1000 rows (k <= 50), s keeps 10·(1 − 0.95^100) values
+    # and x 100·(1 − 0.95^10) (Cardenas); rows sharing k share the group, so there are 50
+    # draws (not more) from those combinations.
+    kept = where(A_ALL, "k <= 50")
+    space = 10 * (1 - 0.95**100) * 100 * (1 - 0.95**10)
+    assert rows(Aggregate(kept, ("s", "x"), (count_star(),))) == pytest.approx(space * (1 - (1 - 1 / space) ** 50))
     assert rows(Aggregate(A_ALL, (), (count_star(),))) == 1.0
 
 
@@ -325,14 +331,24 @@ def test_keys_determined_by_a_unique_key_add_nothing() -> None:
 
 
 def test_having_on_a_sum_uses_the_normal_approximation() -> None:
-    # Group by k_b: 800 groups of 6.25 rows; y is uniform 0..49 (mean 24.5 + step effects,
-    # sd ≈ 14.4). SUM(y) > 1000 is ~25 standard deviations out: about nothing survives,
-    # while SUM(y) > 0 keeps nearly every group.
+    # Group by k: 800 groups of n = 6.25 rows; y is uniform on 0..49 (μ ≈ 25, σ ≈ 14.4). With
+    # group sizes varying (Poisson), SUM(y) has mean n·μ ≈ 156 and deviation √(n·(σ² + μ²)) ≈ 72.
+    # SUM(y) > 1000 is 11 deviations out: nothing survives; SUM(y) > 0 keeps P(z > -2.2) ≈ 98.5%,
+    # read through a 16-bin histogram of the normal's quantiles (uniform within each bin).
     agg = Aggregate(
         scan("b", "k", "y"), ("k",), (AggregateCall(Field("t", "bigint"), sqlglot.parse_one("SUM(y)")),)
     )
     assert rows(where(agg, "t > 1000")) == 1.0
-    assert rows(where(agg, "t > 0")) == pytest.approx(800, rel=0.01)
+    assert rows(where(agg, "t > 0")) == pytest.approx(800 * 0.985, rel=0.03)
+
+
+def test_a_column_equal_to_its_group_minimum_keeps_a_row_per_group() -> None:
+    # b joined with MIN(y) per k: each of the 800 keys keeps about one row (the minimum's).
+    minimum = Aggregate(
+        scan("b", "k", "y", suffix="_m"), ("k_m",), (AggregateCall(Field("lowest", "int"), sqlglot.parse_one("MIN(y_m)")),)
+    )
+    joined = Join(JoinKind.INNER, scan("b", "k", "y"), minimum, sqlglot.parse_one("k = k_m"))
+    assert rows(where(joined, "y = lowest")) == pytest.approx(800)
 
 
 def test_union_all_adds_rows_and_takes_the_larger_ndv() -> None:

@@ -15,12 +15,16 @@ The formulas, by operator (seeds: Spark ``002``, Hive ``001``, Beam ``000``):
   backoff (largest first, then square root, fourth root, …) and at most the side's rows. If a
   side's key holds a column that is unique there, each row of the other side matches at most
   once (key/foreign-key). The share of a side's rows that find a partner is
-  ``min(1, V(other.k)/V(side.k))`` (the containment assumption behind the formula). Left, right
+  ``min(1, V(other.k)/max(V, domains))``: a side thinned by predicates on other columns keeps a
+  random subset of its keys' domain, so not every key of the smaller side finds a partner.
+  Only keys in both sides' ranges can match. Left, right
   and full joins add the unmatched rows; this is never below the Spark seed's ``max(T(A ⋈ B),
   T(A))``. Semi and anti joins keep the matching or the unmatched share of the left side.
   Conditions beyond the equi-keys are estimated as a filter on the join's output.
-- **Aggregate**: the product of the group keys' distinct counts (plus one for a key with nulls),
-  capped by the input rows; a key functionally determined by another key adds nothing.
+- **Aggregate**: a key functionally determined by another key adds nothing; one key left gives
+  its distinct count; several give ``D·(1 − (1 − 1/D)^n)`` for ``D`` the product of their
+  distinct counts and ``n`` the rows (never above the rows). Aggregate outputs get normal or
+  Poisson-like histograms, so that HAVING is estimated like any range.
 - **Union all**: rows add up, distinct counts are the larger of the two (Hive seed). Union
   (distinct), intersect and except follow Calcite's constants as the Beam seed gives them.
 - **Distinct** is an aggregate on every column; **Sort** keeps everything; **Limit** caps rows.
@@ -143,7 +147,7 @@ class Estimator:
                 if base.kind == "other":
                     base = base.replace(kind=kind_of(c.field.type))
             origin = plan.columns[0].field.name  # plan-unique: names this scan
-            columns[c.field.name] = base.replace(origin=origin, origin_rows=table.rows)
+            columns[c.field.name] = base.replace(origin=origin, origin_rows=table.rows, lineage=f"{plan.table}.{c.source}")
         names = [c.field.name for c in plan.columns]
         fds = {n: frozenset(names) - {n} for n in names if columns[n].unique}
         notes: tuple[str, ...] = ()
@@ -409,8 +413,14 @@ class Estimator:
     # -- aggregation -------------------------------------------------------------------
 
     def group_count(self, source: RelStats, keys: list[str]) -> float:
-        """Distinct combinations of ``keys``: the product of their distinct counts (plus one
-        for a key with nulls), skipping keys determined by others, capped by the rows."""
+        """Distinct combinations of ``keys``.
+
+        Keys determined by other keys are skipped. One key left: its distinct count. Several:
+        ``D`` combinations (the product of their distinct counts, plus one for a key with
+        nulls) drawn ``n`` times give ``D·(1 − (1 − 1/D)^n)`` distinct ones, where ``n`` is the
+        rows, or fewer: the distinct values of a column that determines every key (rows that
+        share it share the whole group).
+        """
         if source.rows <= 0:
             return 0.0
         if not keys:
@@ -423,9 +433,14 @@ class Estimator:
                 return source.rows
             column = source.columns[key]
             product *= max(ndv, 1.0) + (1.0 if (column.nulls or 0.0) > 0 else 0.0)
-            if product >= source.rows:
-                return source.rows
-        return min(product, source.rows)
+        if len(remaining) == 1:
+            return min(product, source.rows)
+        draws = source.rows
+        for name in source.fds:
+            ndv = source.ndv(name)
+            if ndv is not None and ndv < draws and set(remaining) <= source.closure([name]):
+                draws = max(ndv, 1.0)
+        return min(distinct_draws(product, draws), source.rows)
 
     def _aggregate(self, plan: Aggregate, source: RelStats) -> RelStats:
         keys = list(plan.keys)
@@ -463,6 +478,8 @@ class Estimator:
                     max=inner.max,
                     avg_len=inner.avg_len,
                     max_len=inner.max_len,
+                    lineage=f"{function}:{inner.lineage}" if inner.lineage else None,
+                    group_size=source.rows / max(groups, 1.0),
                 )
         size = source.rows / max(groups, 1.0)  # average rows per group
         if function == "count":
@@ -474,8 +491,11 @@ class Estimator:
             moments = None if argument is None else column_moments(argument, source.rows)
             if moments is not None:
                 mean, sd = moments
-                if function == "sum":  # a sum of n values: mean n·μ, deviation √n·σ
-                    return normal_column(base, size * mean, math.sqrt(size) * sd, groups, step=0.0)
+                if function == "sum":
+                    # A sum of N values, N itself varying from group to group (Poisson around
+                    # the average n): mean n·μ, variance n·σ² + μ²·n.
+                    spread = math.sqrt(size * (sd * sd + mean * mean))
+                    return normal_column(base, size * mean, spread, groups, step=0.0)
                 return normal_column(base, mean, sd / math.sqrt(max(size, 1.0)), groups, step=0.0)
         return base.replace(ndv=groups, nulls=0.0)
 
@@ -671,6 +691,13 @@ def normal_column(base: ColumnStats, mean: float, sd: float, groups: float, low:
         if cuts[i + 1] >= cuts[i]
     )
     return base.replace(ndv=ndv, nulls=0.0, min=cuts[0], max=cuts[-1], histogram=Histogram(bins), step=step)
+
+
+def distinct_draws(space: float, draws: float) -> float:
+    """Expected distinct values among ``draws`` uniform picks from ``space`` values."""
+    if space <= 1.0 or draws <= 0.0:
+        return min(space, max(draws, 0.0))
+    return space * -math.expm1(draws * math.log1p(-1.0 / space))
 
 
 def reduce_keys(stats: RelStats, keys: list[str]) -> list[str]:

@@ -14,6 +14,9 @@ histogram. Two additions serve the estimator:
   one multi-column key.
 - ``sample``: for string columns, a random sample of values, on which LIKE patterns are
   tried (as PostgreSQL tries them on its most common values and histogram).
+- ``lineage``: the base column the values come from (``table.column``), or ``min:``/``max:``
+  of one for a per-group extreme (with ``group_size``, the average rows per group); ``x = MIN(x)``
+  then keeps one row per group.
 - ``kind``: the value domain (number, date, timestamp, string, boolean, other). Orderable
   domains keep ``min``/``max`` and histogram bounds as floats: numbers as themselves, dates as
   days since 1970-01-01, timestamps as seconds since the epoch. Strings keep no bounds.
@@ -119,6 +122,8 @@ class ColumnStats:
     origin: str | None = None
     origin_rows: float | None = None
     sample: tuple[str, ...] | None = None
+    lineage: str | None = None
+    group_size: float | None = None
 
     def replace(self, **changes: Any) -> ColumnStats:
         return dataclasses.replace(self, **changes)

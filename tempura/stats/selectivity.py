@@ -388,6 +388,10 @@ class FilterEstimator:
         nonnull = self._nonnull(left) * self._nonnull(right)
         if left == right:
             return FilterResult(nonnull if op in (exp.EQ, exp.LTE, exp.GTE) else 0.0)
+        if op is exp.EQ and _extreme_of(a, b):
+            # x = MIN(x) (or MAX) of its group: one row in each group holds the extreme.
+            extreme = b if (b.lineage or "").startswith(("min:", "max:")) else a
+            return FilterResult(1.0 / max(extreme.group_size or 1.0, 1.0))
         if op is exp.EQ:
             ndv_a = min(a.ndv, self.rows) if a.ndv is not None else None
             ndv_b = min(b.ndv, self.rows) if b.ndv is not None else None
@@ -462,6 +466,13 @@ def backoff(values: list[float]) -> float:
     for i, v in enumerate(sorted(values, reverse=True)):
         product *= v ** (1.0 / (2**i))
     return product
+
+
+def _extreme_of(a: ColumnStats, b: ColumnStats) -> bool:
+    """Whether one column is the per-group MIN or MAX of the other's base column."""
+    if not a.lineage or not b.lineage:
+        return False
+    return b.lineage in (f"min:{a.lineage}", f"max:{a.lineage}") or a.lineage in (f"min:{b.lineage}", f"max:{b.lineage}")
 
 
 def domain_of(column: ColumnStats) -> float | None:
