@@ -242,7 +242,11 @@ def analyze_table(
         if isinstance(error, CatalogError):
             raise
         method = "aggregate"
-        rows, stats = aggregate_stats(spark, name, columns)
+        try:
+            rows, stats = aggregate_stats(spark, name, columns)
+        except Exception as failure:  # Spark's errors carry JVM traces: keep their first line
+            first = str(failure).strip().splitlines()[0] if str(failure).strip() else type(failure).__name__
+            raise CatalogError(f"table '{source.name}': cannot collect statistics: {first}") from None
         table_bytes = state.bytes if state is not None else 0.0
     finally:
         spark.conf.set("spark.sql.statistics.histogram.enabled", previous)
