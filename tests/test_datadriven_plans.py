@@ -2,7 +2,9 @@
 
 - ``plan``: the printed logical plan of the query;
 - ``sql``: the Spark SQL the back end prints for it;
-- ``error``: the error class and message a bad query gets.
+- ``error``: the error class and message a bad query gets;
+- ``normalize``: the plan after predicate pushdown, and the rules that fired (``no-rule=A,B``
+  disables rules).
 
 Regenerate with ``pytest tests/test_datadriven_plans.py --rewrite`` and review the diff.
 """
@@ -17,6 +19,7 @@ from datadriven import Case, run_file
 from tempura import tpch
 from tempura.algebra import validate_plan
 from tempura.errors import TempuraError
+from tempura.rules.logical import normalize
 from tempura.sql import parse_query, to_spark_sql
 
 TESTDATA = Path(__file__).parent / "testdata" / "plans"
@@ -45,6 +48,12 @@ def run_case(case: Case) -> str:
         return str(query.plan)
     if case.directive == "sql":
         return to_spark_sql(query, pretty=True)
+    if case.directive == "normalize":
+        trace: list[str] = []
+        disabled = [r for r in case.args.get("no-rule", "").split(",") if r]
+        plan = normalize(query.plan, disabled, trace)
+        validate_plan(plan)
+        return f"{plan}\nrules: {', '.join(trace) or 'none'}"
     raise ValueError(f"unknown directive {case.directive}")
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tempura.algebra import Query, validate_plan
 from tempura.api import Session
+from tempura.rules.logical import normalize
 from tempura.runtime import compare_results, execute
 
 pytestmark = pytest.mark.spark
@@ -97,6 +99,18 @@ QUERIES = [
     "SELECT a, IF(c IS NULL, b, -b) AS signed FROM t",
     "SELECT t.a FROM t LEFT SEMI JOIN u ON t.a = u.a",
     "SELECT t.a, t.c FROM t LEFT ANTI JOIN u ON t.a = u.a",
+    # Filters that may and may not move across joins, projections, aggregates and set operations.
+    "SELECT t.a, u.e FROM t LEFT JOIN u ON t.a = u.a AND t.b > 15 AND u.e > 105 WHERE t.c = 'x'",
+    "SELECT t.a, u.e FROM t RIGHT JOIN u ON t.a = u.a AND t.b > 15 WHERE u.f IS NOT NULL",
+    "SELECT t.a, u.e FROM t FULL JOIN u ON t.a = u.a AND t.b > 15 WHERE u.e > 100 OR t.a IS NULL",
+    "SELECT t.a FROM t LEFT ANTI JOIN u ON t.a = u.a AND t.b > 15",
+    "SELECT t.a FROM t LEFT SEMI JOIN u ON t.a = u.a AND t.b > 15 AND u.e > 105",
+    "SELECT a, s FROM (SELECT a, SUM(b) AS s FROM t GROUP BY a) WHERE a > 1 AND s > 10",
+    "SELECT x FROM (SELECT a + 1 AS x, c FROM t) WHERE x > 2 AND c = 'x'",
+    "SELECT a FROM (SELECT a FROM t UNION ALL SELECT a FROM u) WHERE a < 3",
+    "SELECT a FROM (SELECT a FROM t EXCEPT SELECT a FROM u) WHERE a > 1",
+    "SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 3) WHERE a > 1",
+    "SELECT * FROM t, u WHERE t.a = u.a AND u.e > 100 AND t.b + u.e > 120",
 ]
 
 
@@ -107,6 +121,18 @@ def test_equals_spark(session: Session, text: str) -> None:
     actual = [tuple(r) for r in execute(query, session.spark).collect()]
     outcome = compare_results(expected, actual, query.ordered, query.order_keys)
     assert outcome.equal, f"{outcome.reason}\n{query.plan}\n{session.spark_sql(text)}"
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_normalized_plan_equals_spark(session: Session, text: str) -> None:
+    query = session.plan(text)
+    plan = normalize(query.plan)
+    validate_plan(plan)
+    moved = Query(plan, query.names, query.ordered, query.order_keys)
+    expected = [tuple(r) for r in session.spark.sql(text).collect()]
+    actual = [tuple(r) for r in execute(moved, session.spark).collect()]
+    outcome = compare_results(expected, actual, query.ordered, query.order_keys)
+    assert outcome.equal, f"{outcome.reason}\n{plan}"
 
 
 def test_result_column_names_are_the_users(session: Session) -> None:
