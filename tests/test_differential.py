@@ -111,6 +111,8 @@ QUERIES = [
     "SELECT a FROM (SELECT a FROM t EXCEPT SELECT a FROM u) WHERE a > 1",
     "SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 3) WHERE a > 1",
     "SELECT * FROM t, u WHERE t.a = u.a AND u.e > 100 AND t.b + u.e > 120",
+    "SELECT k FROM (SELECT a AS k, c, SUM(b) AS s FROM t GROUP BY a, c) AS g WHERE c = 'x'",
+    "SELECT COUNT(*) AS n FROM t, u WHERE t.a = u.a",
 ]
 
 

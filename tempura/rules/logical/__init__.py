@@ -1,12 +1,15 @@
 """Logical rules. :func:`normalize` applies the always-beneficial rewrites (predicate pushdown)
-bottom-up until none applies; rules can be disabled by name."""
+bottom-up until none applies, then prunes unread columns; rules can be disabled by name."""
 
 from __future__ import annotations
 
 from typing import Iterable
 
 from tempura.algebra import LogicalPlan
+from tempura.rules.logical.pruning import prune_columns
 from tempura.rules.logical.pushdown import RULES
+
+PRUNE = "prune-columns"
 
 MAX_REWRITES_PER_NODE = 64
 
@@ -15,11 +18,11 @@ def normalize(plan: LogicalPlan, disabled: Iterable[str] = (), trace: list[str] 
     """``plan`` with every enabled rule applied to a fixpoint; ``trace`` collects rule names
     in the order they fired."""
     off = set(disabled)
-    unknown = off - set(RULES)
+    unknown = off - set(RULES) - {PRUNE}
     if unknown:
         from tempura.errors import TempuraError
 
-        raise TempuraError(f"unknown rule(s): {', '.join(sorted(unknown))} (known: {', '.join(RULES)})")
+        raise TempuraError(f"unknown rule(s): {', '.join(sorted(unknown))} (known: {', '.join([*RULES, PRUNE])})")
     active = [(name, rule) for name, rule in RULES.items() if name not in off]
 
     def visit(node: LogicalPlan) -> LogicalPlan:
@@ -39,7 +42,13 @@ def normalize(plan: LogicalPlan, disabled: Iterable[str] = (), trace: list[str] 
                 return node
         return node
 
-    return visit(plan)
+    result = visit(plan)
+    if PRUNE not in off:
+        pruned = prune_columns(result)
+        if pruned != result and trace is not None:
+            trace.append(PRUNE)
+        result = pruned
+    return result
 
 
-__all__ = ["RULES", "normalize"]
+__all__ = ["PRUNE", "RULES", "normalize", "prune_columns"]
