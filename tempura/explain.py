@@ -112,17 +112,20 @@ class StatsExplainer:
             )
 
         lines = [format_plan(query.plan, annotate)]
-        notes = self.estimator.of(query.plan).notes
-        notes = notes + tuple(n for node in _walk(query.plan) for n in self.estimator.of(node).notes if n not in notes)
+        notes = self.notes(query.plan)
         if notes:
             lines.append("notes:")
-            lines.extend(f"  - {note}" for note in dict.fromkeys(notes))
+            lines.extend(f"  - {note}" for note in notes)
         return "\n".join(lines)
+
+    def notes(self, plan: LogicalPlan) -> list[str]:
+        """Every node's estimation notes, each once, the root's first."""
+        return list(dict.fromkeys(n for node in _walk(plan) for n in self.estimator.of(node).notes))
 
     def json(self, query: Query, with_sql: bool = True) -> dict[str, Any]:
         nodes = self.nodes(query.plan)
         root = self.estimator.of(query.plan)
-        notes = list(dict.fromkeys(n for node in _walk(query.plan) for n in self.estimator.of(node).notes))
+        notes = self.notes(query.plan)
         return {
             "columns": list(query.names),
             "rows": root.rows,

@@ -237,7 +237,6 @@ def analyze_table(
         if missing:
             _, extra = aggregate_stats(spark, name, missing)
             stats.update(extra)
-            method = "analyze"
     except Exception as error:  # ANALYZE refused the table: fall back to one aggregate query
         if isinstance(error, CatalogError):
             raise

@@ -544,10 +544,3 @@ def _literal_runs(pattern: str) -> list[str]:
             current.append(ch)
     runs.append("".join(current))
     return runs
-
-
-def estimate_filter(stats: RelStats, predicate: exp.Expr) -> tuple[FilterResult, float]:
-    """Selectivity and narrowed columns of ``predicate`` over ``stats``; also the rows left."""
-    estimator = FilterEstimator(stats)
-    result = estimator.estimate(predicate)
-    return result, stats.rows * result.selectivity
