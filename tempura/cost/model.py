@@ -50,9 +50,14 @@ class CostConstants:
                 number = float(str(raw))
             except ValueError:
                 raise TempuraError(f"cost constant '{key}': not a number: {raw!r}") from None
-            if number < 0 or math.isnan(number):
-                raise TempuraError(f"cost constant '{key}' must be a non-negative number, got {raw!r}")
-            changes[key] = int(number) if names[key].type in ("int", int) else number
+            if number < 0 or not math.isfinite(number):
+                raise TempuraError(f"cost constant '{key}' must be a finite non-negative number, got {raw!r}")
+            if names[key].type in ("int", int):
+                if number < 1 or number != int(number):
+                    raise TempuraError(f"cost constant '{key}' must be a whole number of at least 1, got {raw!r}")
+                changes[key] = int(number)
+            else:
+                changes[key] = number
         return dataclasses.replace(cls(), **changes)
 
 
@@ -72,6 +77,10 @@ class Cost:
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(self.cpu + other.cpu, self.io + other.io, self.network + other.network, self.rows + other.rows)
+
+    def with_rows(self, rows: float) -> Cost:
+        """The same time with ``rows`` as the output: a composite operator produces its last step's rows."""
+        return Cost(self.cpu, self.io, self.network, rows)
 
     def scaled(self, factor: float) -> Cost:
         return Cost(self.cpu * factor, self.io * factor, self.network * factor, self.rows * factor)
@@ -112,6 +121,6 @@ def format_time(ns: float) -> str:
     if math.isinf(ns):
         return "inf"
     for unit, size in (("h", 3.6e12), ("min", 6e10), ("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if ns >= size:
+        if float(f"{ns:.3g}") >= size:
             return f"{ns / size:.3g}{unit}"
     return f"{ns:.3g}ns"

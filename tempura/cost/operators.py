@@ -72,10 +72,10 @@ class SparkCosts:
     def broadcast_hash_join(self, build: RelStats, probe: RelStats, out: RelStats) -> Cost:
         k = self.k
         building = Cost(cpu=k.cpu * k.hash * build.rows * (k.executors - 1))  # every executor builds
-        return self.broadcast(build) + building + self.hash_join(build, probe, out)
+        return (self.broadcast(build) + building + self.hash_join(build, probe, out)).with_rows(out.rows)
 
     def shuffled_hash_join(self, build: RelStats, probe: RelStats, out: RelStats) -> Cost:
-        return self.shuffle(build) + self.shuffle(probe) + self.hash_join(build, probe, out)
+        return (self.shuffle(build) + self.shuffle(probe) + self.hash_join(build, probe, out)).with_rows(out.rows)
 
     def merge_join(self, left: RelStats, right: RelStats, out: RelStats) -> Cost:
         """The merge alone: both inputs already partitioned and sorted on the keys."""
@@ -84,12 +84,12 @@ class SparkCosts:
     def sort_merge_join(self, left: RelStats, right: RelStats, out: RelStats) -> Cost:
         return (
             self.shuffle(left) + self.shuffle(right) + self.sort(left) + self.sort(right) + self.merge_join(left, right, out)
-        )
+        ).with_rows(out.rows)
 
     def nested_loop_join(self, left: RelStats, right: RelStats, out: RelStats) -> Cost:
         small = left if left.bytes <= right.bytes else right
         compare = Cost(cpu=self.k.cpu * left.rows * right.rows, rows=out.rows)
-        return self.broadcast(small) + compare
+        return (self.broadcast(small) + compare).with_rows(compare.rows)
 
     def partial_rows(self, source: RelStats, groups: float) -> float:
         """Rows a partial aggregate emits: each partition holds at most every group once."""
@@ -102,7 +102,7 @@ class SparkCosts:
         partial = RelStats(partial_rows, out.row_size, {})
         cost = Cost(cpu=k.cpu * k.hash * source.rows)
         cost = cost + (self.shuffle(partial) if keyed else self.gather(partial))
-        return cost + Cost(cpu=k.cpu * k.hash * partial_rows, rows=out.rows)
+        return (cost + Cost(cpu=k.cpu * k.hash * partial_rows)).with_rows(out.rows)
 
     def gather(self, source: RelStats) -> Cost:
         """Moving a relation to one task (a global aggregate's final step, a global limit)."""

@@ -92,12 +92,12 @@ class PlanCost:
             return "HashAggregate", c.hash_aggregate(stats(plan.input), out, keyed)
         if isinstance(plan, Sort):
             source = stats(plan.input)
-            return "Sort", c.shuffle(source) + c.sort(source)
+            return "Sort", (c.shuffle(source) + c.sort(source)).with_rows(out.rows)
         if isinstance(plan, Limit):
             source = stats(plan.input)
             if isinstance(plan.input, Sort):
-                return "TakeOrdered", c.top_k(source, out.rows) + c.gather(out)
-            return "Limit", c.limit(out) + c.gather(out)
+                return "TakeOrdered", (c.top_k(source, out.rows) + c.gather(out)).with_rows(out.rows)
+            return "Limit", (c.limit(out) + c.gather(out)).with_rows(out.rows)
         if isinstance(plan, SetOperation):
             if isinstance(plan, Union) and plan.all:
                 return "Union", c.union(out)
