@@ -8,12 +8,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from tempura.algebra import Query, format_plan
 from tempura.catalog import Catalog
 from tempura.cost import CostConstants, PlanCost
 from tempura.explain import StatsExplainer
+from tempura.planner import PlannedQuery, Planner
+from tempura.runtime.executor import SparkPlanning
 from tempura.sql import parse_query, to_spark_sql
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 
@@ -41,11 +43,13 @@ class Session:
         dialect: str = "spark",
         workdir: str | Path = DEFAULT_WORKDIR,
         cost_constants: CostConstants | None = None,
+        spark_planning: SparkPlanning | None = None,
     ) -> None:
         self.catalog = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
         self.dialect = dialect
         self.workdir = Path(workdir)
         self.cost_constants = cost_constants or CostConstants()
+        self.spark_planning = spark_planning or SparkPlanning()
         self._spark = spark
         self._registered = False
         self._stats: StatsCatalog | None = None
@@ -97,13 +101,19 @@ class Session:
         self._stats = None
         return result
 
-    def spark_sql(self, text: str) -> str:
-        """The Spark SQL that tempura runs for ``text``."""
-        return to_spark_sql(self.plan(text), pretty=True)
+    def optimize(self, text: str, disabled: Iterable[str] = (), trace: bool = False) -> PlannedQuery:
+        """The cost-based plan of ``text``: join order, algorithms, and how they were found."""
+        return Planner(Estimator(self.stats), self.cost_constants).plan(self.plan(text), disabled, trace)
 
-    def sql(self, text: str) -> DataFrame:
+    def spark_sql(self, text: str) -> str:
+        """The Spark SQL that tempura runs for ``text`` (its join order, with join hints)."""
+        planned = self.optimize(text)
+        return to_spark_sql(planned.query, pretty=True, hints=planned.hints)
+
+    def sql(self, text: str, disabled: Iterable[str] = ()) -> DataFrame:
         """A DataFrame computed by tempura's plan of ``text`` (not by Spark's planning of it)."""
         from tempura.runtime import execute
 
         spark = self.spark
-        return execute(self.plan(text), spark)
+        planned = self.optimize(text, disabled)
+        return execute(planned.query, spark, planned.hints, self.spark_planning)

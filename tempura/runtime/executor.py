@@ -1,15 +1,42 @@
-"""Running bound queries on Spark: the plan goes to Spark as the SQL the back end prints."""
+"""Running planned queries on Spark: the plan goes to Spark as the SQL the back end prints, with
+tempura's join order and a join-strategy hint on every join.
+
+Spark would otherwise re-plan what tempura costed: its cost-based join reordering can reorder
+joins, and adaptive execution can switch join algorithms and coalesce partitions at run time.
+:class:`SparkPlanning` says whether each is on; while tempura's plans run both are off by default,
+so that what runs is what was costed. Spark reads these settings when a query executes, so they
+are set on the session for as long as it runs tempura's plans.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
 
-from tempura.algebra import Query
+from tempura.algebra import LogicalPlan, Query
 from tempura.errors import ExecutionError
 from tempura.sql import to_spark_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass(frozen=True)
+class SparkPlanning:
+    """Which of Spark's own plan changes stay on under tempura's plans."""
+
+    join_reorder: bool = False
+    adaptive: bool = False
+
+    def conf(self) -> dict[str, str]:
+        return {
+            "spark.sql.cbo.joinReorder.enabled": str(self.join_reorder).lower(),
+            "spark.sql.adaptive.enabled": str(self.adaptive).lower(),
+        }
+
+    def apply(self, spark: SparkSession) -> None:
+        for key, value in self.conf().items():
+            spark.conf.set(key, value)
 
 
 def spark_error_message(error: Exception) -> str:
@@ -19,11 +46,18 @@ def spark_error_message(error: Exception) -> str:
     return first.split("; line ")[0]
 
 
-def execute(query: Query, spark: SparkSession) -> DataFrame:
+def execute(
+    query: Query,
+    spark: SparkSession,
+    hints: Mapping[LogicalPlan, tuple[str, str]] | None = None,
+    planning: SparkPlanning | None = None,
+) -> DataFrame:
     """A DataFrame that computes ``query`` with tempura's plan (its inputs must be registered)."""
     from pyspark.errors import PySparkException
 
-    sql = to_spark_sql(query)
+    if hints is not None or planning is not None:
+        (planning or SparkPlanning()).apply(spark)
+    sql = to_spark_sql(query, hints=hints)
     try:
         return spark.sql(sql)
     except PySparkException as error:

@@ -11,6 +11,7 @@ scope ever clash.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from sqlglot import exp
 
@@ -53,6 +54,7 @@ class Block:
     order: list[exp.Ordered] = field(default_factory=list)
     limit: int | None = None
     offset: int = 0
+    hints: list[exp.Expr] = field(default_factory=list)
 
     @property
     def is_open(self) -> bool:
@@ -88,8 +90,9 @@ def _sql_join(kind: JoinKind, source: exp.Expr, condition: exp.Expr | None) -> e
 class SparkSqlGenerator:
     """Compiles one plan; a generator is used for one plan only."""
 
-    def __init__(self) -> None:
+    def __init__(self, hints: Mapping[LogicalPlan, tuple[str, str]] | None = None) -> None:
         self._aliases = NameAllocator()
+        self._hints = hints or {}
 
     def generate(self, query: Query) -> exp.Select:
         block = self.compile(query.plan)
@@ -115,6 +118,8 @@ class SparkSqlGenerator:
         else:
             items = [exp.alias_(exp.Literal.number(0), "unit")]
         select = exp.Select(expressions=items)
+        if block.hints:
+            select.set("hint", exp.Hint(expressions=block.hints))
         if block.source is not None:
             select.set("from_", exp.From(this=block.source))
         if block.joins:
@@ -230,6 +235,14 @@ class SparkSqlGenerator:
         into_on = kind in (JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI)
         if not right.is_open or right.source is None or right.joins or (right.where and not (movable_where or into_on)):
             right = self._wrap(right)
+        hint = self._hints.get(plan)
+        if hint is not None:
+            strategy, side = hint
+            if side == "left" and (left.joins or left.source is None):
+                left = self._wrap(left)  # the hint needs the left input to be one named relation
+            hinted = left if side == "left" else right
+            assert hinted.source is not None
+            left.hints.append(exp.Anonymous(this=strategy, expressions=[exp.to_identifier(hinted.source.alias_or_name)]))
         columns = {**left.columns, **right.columns}
         condition = substitute(plan.condition, columns) if plan.condition is not None else None
         if right.where and into_on:
@@ -294,6 +307,10 @@ class SparkSqlGenerator:
         return block
 
 
-def to_spark_sql(query: Query, pretty: bool = False) -> str:
-    """Spark SQL text computing ``query``, with its output columns under the user's names."""
-    return SparkSqlGenerator().generate(query).sql(dialect="spark", pretty=pretty)
+def to_spark_sql(query: Query, pretty: bool = False, hints: Mapping[LogicalPlan, tuple[str, str]] | None = None) -> str:
+    """Spark SQL text computing ``query``, with its output columns under the user's names.
+
+    ``hints`` maps join nodes of the plan to a Spark join strategy hint and the side it names
+    (``("BROADCAST", "right")``); each hinted side becomes one named relation of its query block
+    so that the hint reaches exactly that join."""
+    return SparkSqlGenerator(hints).generate(query).sql(dialect="spark", pretty=pretty)

@@ -1,0 +1,139 @@
+"""Physical properties: how a relation's rows are spread over partitions and ordered in them.
+
+A *required* property is what a consumer needs from an input; a *delivered* property is what a
+physical operator produces. Spark's planner works with the same two notions
+(``requiredChildDistribution`` / ``outputPartitioning``), and tempura models them so that its
+costs include exactly the exchanges Spark's ``EnsureRequirements`` will insert.
+
+Distributions:
+
+- ``ANY``: no requirement (delivered: nothing known).
+- ``hash(k1, …)``, exact: rows with equal keys in one partition, partitioned on exactly these
+  keys in this order. Joins need it on both sides so that the two sides are co-partitioned
+  (Spark with ``spark.sql.requireAllClusterKeysForCoPartition``).
+- ``cluster(k1, …)``: rows with equal keys in one partition, by any non-empty subset of the keys.
+  Aggregates need it: hash partitioning on a subset of the grouping keys keeps groups together.
+- ``broadcast``: a full copy on every executor (the build side of a broadcast join).
+- ``single``: one partition (scalar aggregates, global sorts).
+
+A delivered hash distribution may have several equivalent key lists: after an inner equi-join on
+``a = b`` partitioned on ``a``, the rows are also partitioned on ``b`` (Spark's
+``PartitioningCollection``).
+
+Ordering is a tuple of column names, ascending, within each partition: what sort-merge join needs
+and what it delivers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ANY_KIND = "any"
+HASH = "hash"
+CLUSTER = "cluster"
+BROADCAST = "broadcast"
+SINGLE = "single"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A required or delivered distribution; ``keys`` lists equivalent key tuples (one when
+    required)."""
+
+    kind: str = ANY_KIND
+    keys: tuple[tuple[str, ...], ...] = ()
+
+    @staticmethod
+    def hashed(*keys: str) -> Distribution:
+        return Distribution(HASH, (tuple(keys),))
+
+    @staticmethod
+    def clustered(*keys: str) -> Distribution:
+        return Distribution(CLUSTER, (tuple(keys),))
+
+    def satisfies(self, required: Distribution) -> bool:
+        """Whether rows delivered with this distribution meet ``required``."""
+        if required.kind == ANY_KIND:
+            return True
+        if required.kind == BROADCAST:
+            return self.kind == BROADCAST
+        if required.kind == SINGLE:
+            return self.kind == SINGLE
+        if self.kind == SINGLE:
+            return True  # one partition holds every group
+        if self.kind != HASH:
+            return False
+        (wanted,) = required.keys
+        if required.kind == HASH:
+            return wanted in self.keys
+        return any(keys and set(keys) <= set(wanted) for keys in self.keys)
+
+    def __str__(self) -> str:
+        if self.kind in (HASH, CLUSTER):
+            return f"{self.kind}({' | '.join(', '.join(k) for k in self.keys)})"
+        return self.kind
+
+
+ANY = Distribution()
+SINGLE_PARTITION = Distribution(SINGLE)
+BROADCASTED = Distribution(BROADCAST)
+
+
+@dataclass(frozen=True)
+class Props:
+    """Distribution plus ordering (ascending column names within each partition)."""
+
+    distribution: Distribution = ANY
+    ordering: tuple[str, ...] = ()
+
+    def satisfies(self, required: Props) -> bool:
+        if not self.distribution.satisfies(required.distribution):
+            return False
+        return self.ordering[: len(required.ordering)] == required.ordering
+
+    @property
+    def is_any(self) -> bool:
+        return self.distribution.kind == ANY_KIND and not self.ordering
+
+    def without_ordering(self) -> Props:
+        return Props(self.distribution)
+
+    def __str__(self) -> str:
+        text = str(self.distribution)
+        if self.ordering:
+            text += f" sorted({', '.join(self.ordering)})"
+        return text
+
+
+NO_PROPS = Props()
+
+
+def rename(props: Props, mapping: dict[str, str]) -> Props | None:
+    """``props`` with column names mapped (a consumer's requirement seen by its input); ``None``
+    when a key has no counterpart."""
+    dist = props.distribution
+    keys = []
+    for option in dist.keys:
+        mapped = tuple(mapping.get(k, "") for k in option)
+        if all(mapped):
+            keys.append(mapped)
+    if dist.keys and not keys:
+        return None
+    ordering = tuple(mapping.get(k, "") for k in props.ordering)
+    if not all(ordering):
+        return None
+    return Props(Distribution(dist.kind, tuple(keys)), ordering)
+
+
+def restrict(props: Props, columns: set[str]) -> Props:
+    """A delivered ``props`` as seen above an operator keeping only ``columns``."""
+    dist = props.distribution
+    if dist.kind == HASH:
+        keys = tuple(k for k in dist.keys if set(k) <= columns)
+        dist = Distribution(HASH, keys) if keys else ANY
+    ordering: list[str] = []
+    for name in props.ordering:
+        if name not in columns:
+            break
+        ordering.append(name)
+    return Props(dist, tuple(ordering))

@@ -1,0 +1,110 @@
+"""Hash aggregation, split into a partial and a final aggregate as Spark runs it.
+
+The implementation rule gives an ``Aggregate`` (or ``Distinct``) a *final* hash aggregate whose
+input is a new memo group: the :class:`PartialAggregate` of the same keys over the original
+input. The final aggregate requires its input clustered on the grouping keys (a single partition
+for a scalar aggregate), so the exchange enforcer lands between the two steps and shuffles the
+partial results — at most ``groups × partitions`` rows — rather than the input. When the input
+already arrives partitioned on a subset of the keys (after a join on them, say), the partial
+aggregate passes that partitioning through and no exchange is needed; Spark plans exactly that.
+
+Aggregates with ``DISTINCT`` calls are not split: Spark expands them into several aggregation
+steps, which tempura costs as one hash aggregate over input clustered on the keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tempura.algebra import Aggregate, AggregateCall, Distinct, LogicalPlan, Schema
+from tempura.cost.model import Cost
+from tempura.cost.operators import SparkCosts
+from tempura.memo import Alternative, Group, GroupRef, Memo
+from tempura.memo.properties import SINGLE_PARTITION, Distribution, Props, restrict
+from tempura.rules.physical.joins import passable
+from tempura.stats.relation import RelStats
+
+HASH_AGGREGATE = "hash-aggregate"
+
+
+@dataclass(frozen=True, eq=False)
+class PartialAggregate(LogicalPlan):
+    """The partial step of a split aggregate: per-partition groups with partial results."""
+
+    input: LogicalPlan
+    keys: tuple[str, ...]
+    calls: tuple[AggregateCall, ...]
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return (self.input,)
+
+    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
+        (new_input,) = inputs
+        return PartialAggregate(new_input, self.keys, self.calls)
+
+    def _derive_schema(self) -> Schema:
+        key_fields = tuple(self.input.schema.field(k) for k in self.keys)
+        return Schema(key_fields + tuple(c.field for c in self.calls))
+
+    def details(self) -> str:
+        return f"keys=[{', '.join(self.keys)}]"
+
+    def estimate(self, source: RelStats, final_rows: float, costs: SparkCosts) -> RelStats:
+        rows = costs.partial_rows(source, final_rows) if self.keys else float(costs.k.partitions)
+        return RelStats(rows, source.row_size, source.columns, source.fds, source.notes)
+
+
+def aggregate_parts(plan: LogicalPlan) -> tuple[tuple[str, ...], tuple[AggregateCall, ...]]:
+    if isinstance(plan, Aggregate):
+        return plan.keys, plan.calls
+    assert isinstance(plan, Distinct)
+    return tuple(plan.schema.names), ()
+
+
+def implement_aggregate(memo: Memo, costs: SparkCosts, group: Group, plan: LogicalPlan, required: Props) -> list[Alternative]:
+    keys, calls = aggregate_parts(plan)
+    source_ref = plan.inputs[0]
+    assert isinstance(source_ref, GroupRef)
+    source = memo.group(source_ref.group)
+    k = costs.k
+    out = group.stats
+    need = Props(Distribution.clustered(*keys)) if keys else Props(SINGLE_PARTITION)
+    out_cols = set(group.schema.names)
+    details = plan.details() if isinstance(plan, Aggregate) else f"keys=[{', '.join(keys)}]"
+
+    def deliver(delivered: list[Props]) -> Props:
+        return restrict(delivered[0], out_cols) if keys else Props(SINGLE_PARTITION)
+
+    if any(c.distinct for c in calls):
+        own = Cost(cpu=k.cpu * k.hash * source.stats.rows * 2, rows=out.rows)
+        return [Alternative("HashAggregate", details, ((source.id, need),), own, deliver, plan, None, HASH_AGGREGATE)]
+    partial = PartialAggregate(source.ref, keys, calls)
+    partial_group = memo.group(memo.add(partial))
+    own = Cost(cpu=k.cpu * k.hash * partial_group.stats.rows, rows=out.rows)
+    return [
+        Alternative(
+            "HashAggregate", f"final {details}", ((partial_group.id, need),), own, deliver, plan, None, HASH_AGGREGATE
+        )
+    ]
+
+
+def implement_partial(memo: Memo, costs: SparkCosts, group: Group, plan: PartialAggregate, required: Props) -> list[Alternative]:
+    source_ref = plan.input
+    assert isinstance(source_ref, GroupRef)
+    source = memo.group(source_ref.group)
+    k = costs.k
+    cols = set(group.schema.names)
+    own = Cost(cpu=k.cpu * k.hash * source.stats.rows, rows=group.stats.rows)
+    return [
+        Alternative(
+            "HashAggregate",
+            f"partial {plan.details()}",
+            ((source.id, passable(required, set(plan.keys))),),
+            own,
+            lambda delivered: restrict(delivered[0], cols),
+            None,
+            None,
+            HASH_AGGREGATE,
+        )
+    ]

@@ -1,0 +1,210 @@
+"""Physical planning for Spark: implementation rules per logical operator, and the enforcers.
+
+:class:`SparkImplementer` is what the memo search asks for alternatives. Besides the join and
+aggregate rules of their own modules it implements:
+
+- ``Scan`` as a file scan, ``Values`` as a local table scan;
+- ``Filter`` and ``Project`` in place, passing their consumer's requirement to their input
+  (through the projection's renames) — Spark's narrow operators keep partitioning and order;
+- ``Sort`` as Spark's global sort (a range exchange, then a sort), and ``ORDER BY … LIMIT`` as
+  a top-k (``take-ordered``: Spark's ``TakeOrderedAndProject``);
+- ``Limit`` with a final gather; ``UNION ALL`` as a free concatenation; the other set operations
+  as hash aggregation over both inputs.
+
+Enforcers, in :meth:`SparkImplementer.enforce`: a hash-partitioning exchange for ``hash`` and
+``cluster``, a single-partition exchange for ``single``, a broadcast exchange for ``broadcast``
+and a partition-local sort for an ordering. An enforcer asks its own group for the weaker
+property, so exchanges land wherever in the plan they are cheapest.
+
+Items of the Hive seed that tempura leaves to later, and why: bucketed (map-side) joins and
+bucket-aware aggregation need tables written with bucketing, which tempura's parquet and csv
+sources are not; skew joins are what Spark's adaptive execution handles at run time, and AQE is
+off while tempura's plan runs so that what runs is what was costed; map-side join of several
+small tables at once (Hive's multi-way map join) has no Spark operator.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+from tempura.algebra import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Join,
+    Limit,
+    LogicalPlan,
+    Project,
+    Scan,
+    SetOperation,
+    Sort,
+    Union,
+    Values,
+    column_name,
+)
+from tempura.cost.model import Cost
+from tempura.cost.operators import SparkCosts
+from tempura.memo import Alternative, Group, GroupRef, Memo
+from tempura.memo.properties import (
+    BROADCAST,
+    BROADCASTED,
+    CLUSTER,
+    HASH,
+    NO_PROPS,
+    SINGLE,
+    SINGLE_PARTITION,
+    Distribution,
+    Props,
+    rename,
+)
+from tempura.rules.physical import aggregate, joins
+from tempura.rules.physical.aggregate import HASH_AGGREGATE, PartialAggregate
+from tempura.stats.relation import RelStats
+
+TAKE_ORDERED = "take-ordered"
+RULES = (*joins.RULES, HASH_AGGREGATE, TAKE_ORDERED)
+
+
+def _keep(delivered: list[Props]) -> Props:
+    return delivered[0]
+
+
+class SparkImplementer:
+    """Implementation rules and enforcers for Spark, minus the rules named in ``disabled``."""
+
+    def __init__(self, memo: Memo, costs: SparkCosts, disabled: Iterable[str] = ()) -> None:
+        self.memo = memo
+        self.costs = costs
+        self.disabled = set(disabled)
+        self._shapes: dict[Join, joins.JoinShape] = {}
+
+    def enabled(self, rule: str) -> bool:
+        return rule not in self.disabled
+
+    def _stats(self, ref: LogicalPlan) -> RelStats:
+        assert isinstance(ref, GroupRef)
+        return self.memo.group(ref.group).stats
+
+    def implement(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        c = self.costs
+        out = group.stats
+        if isinstance(expr, Join):
+            shape = self._shapes.get(expr)
+            if shape is None:
+                shape = self._shapes[expr] = joins.JoinShape.of(expr)
+            return joins.implement_join(self.memo, c, group, expr, required, self.enabled, shape)
+        if isinstance(expr, (Aggregate, Distinct)):
+            return aggregate.implement_aggregate(self.memo, c, group, expr, required)
+        if isinstance(expr, PartialAggregate):
+            return aggregate.implement_partial(self.memo, c, group, expr, required)
+        if isinstance(expr, Scan):
+            return [Alternative("Scan", expr.details(), (), c.scan(out), lambda _d: NO_PROPS, expr, rule="scan")]
+        if isinstance(expr, Values):
+            return [Alternative("LocalTableScan", expr.details(), (), Cost(rows=out.rows), lambda _d: NO_PROPS, expr)]
+        if isinstance(expr, Filter):
+            child = self._child(expr.input, joins.passable(required, set(expr.input.schema.names)))
+            return [Alternative("Filter", expr.details(), child, c.filter(self._stats(expr.input), out), _keep, expr)]
+        if isinstance(expr, Project):
+            return [self._project(expr, required)]
+        if isinstance(expr, Sort):
+            source = self._stats(expr.input)
+            own = (c.shuffle(source) + c.sort(source)).with_rows(out.rows)
+            return [Alternative("Sort", f"global {expr.details()}", self._child(expr.input, NO_PROPS), own,
+                                _const(NO_PROPS), expr)]
+        if isinstance(expr, Limit):
+            return self._limit(group, expr)
+        if isinstance(expr, SetOperation):
+            return [self._set_operation(expr, out)]
+        if isinstance(expr, GroupRef):
+            return []
+        raise NotImplementedError(f"no physical implementation for {expr.operator}")
+
+    def _child(self, ref: LogicalPlan, required: Props) -> tuple[tuple[int, Props], ...]:
+        assert isinstance(ref, GroupRef)
+        return ((self.memo.find(ref.group), required),)
+
+    def _project(self, expr: Project, required: Props) -> Alternative:
+        to_input: dict[str, str] = {}
+        to_output: dict[str, list[str]] = {}
+        for p in expr.projections:
+            source = column_name(p.expression)
+            if source is not None:
+                to_input.setdefault(p.field.name, source)
+                to_output.setdefault(source, []).append(p.field.name)
+        child_required = rename(required, to_input) if not required.is_any else NO_PROPS
+        if child_required is None or required.distribution.kind == BROADCAST:
+            child_required = NO_PROPS
+        computed = sum(1 for p in expr.projections if not p.is_passthrough)
+        own = self.costs.project(self._stats(expr.input), computed)
+
+        def deliver(delivered: list[Props]) -> Props:
+            back = rename(delivered[0], {k: v[0] for k, v in to_output.items()})
+            return back if back is not None else NO_PROPS
+
+        return Alternative("Project", expr.details(), self._child(expr.input, child_required), own, deliver, expr)
+
+    def _limit(self, group: Group, expr: Limit) -> list[Alternative]:
+        c = self.costs
+        out = group.stats
+        alternatives = [
+            Alternative("Limit", expr.details(), self._child(expr.input, NO_PROPS),
+                        (c.limit(out) + c.gather(out)).with_rows(out.rows), lambda _d: Props(SINGLE_PARTITION), expr)
+        ]
+        source_ref = expr.input
+        assert isinstance(source_ref, GroupRef)
+        if self.enabled(TAKE_ORDERED) and expr.count is not None and not expr.offset:
+            for sort in self.memo.group(source_ref.group).exprs:
+                if isinstance(sort, Sort):
+                    below = self._stats(sort.input)
+                    own = (c.top_k(below, out.rows) + c.gather(out)).with_rows(out.rows)
+                    template = expr.with_inputs(sort)
+                    alternatives.append(
+                        Alternative("TakeOrderedAndProject", f"{expr.details()} {sort.details()}",
+                                    self._child(sort.input, NO_PROPS), own, lambda _d: Props(SINGLE_PARTITION),
+                                    template, rule=TAKE_ORDERED)
+                    )
+        return alternatives
+
+    def _set_operation(self, expr: SetOperation, out: RelStats) -> Alternative:
+        c = self.costs
+        left, right = self._stats(expr.left), self._stats(expr.right)
+        children = self._child(expr.left, NO_PROPS) + self._child(expr.right, NO_PROPS)
+        if isinstance(expr, Union) and expr.all:
+            return Alternative("Union", expr.details(), children, c.union(out), lambda _d: NO_PROPS, expr)
+        both = RelStats(left.rows + right.rows, max(left.row_size, right.row_size), {})
+        own = c.hash_aggregate(both, out, keyed=True)
+        return Alternative(expr.operator, f"hash {expr.details()}", children, own, lambda _d: NO_PROPS, expr)
+
+    # -- enforcers -----------------------------------------------------------------------------
+
+    def enforce(self, group: Group, required: Props) -> Sequence[Alternative]:
+        c = self.costs
+        stats = group.stats
+        if required.ordering:
+            weaker = required.without_ordering()
+            ordering = required.ordering
+
+            def sorted_(delivered: list[Props]) -> Props:
+                return Props(delivered[0].distribution, ordering)
+
+            return [Alternative("Sort", f"local [{', '.join(ordering)}]", ((group.id, weaker),), c.sort(stats), sorted_)]
+        dist = required.distribution
+        if dist.kind in (HASH, CLUSTER):
+            (keys,) = dist.keys
+            delivered = Props(Distribution.hashed(*keys))
+            return [Alternative("Exchange", f"hashpartitioning({', '.join(keys)})", ((group.id, NO_PROPS),),
+                                c.shuffle(stats), _const(delivered))]
+        if dist.kind == SINGLE:
+            return [Alternative("Exchange", "SinglePartition", ((group.id, NO_PROPS),), c.gather(stats),
+                                _const(Props(SINGLE_PARTITION)))]
+        if dist.kind == BROADCAST:
+            return [Alternative("BroadcastExchange", "", ((group.id, NO_PROPS),), c.broadcast(stats),
+                                _const(Props(BROADCASTED)))]
+        return []
+
+
+def _const(props: Props) -> Callable[[list[Props]], Props]:
+    return lambda _d: props
+
+
+__all__ = ["RULES", "TAKE_ORDERED", "SparkImplementer"]
