@@ -115,18 +115,36 @@ workdir_option = click.option(
 @click.argument("sql")
 @click.option("--sql", "show_sql", is_flag=True, help="Also print the Spark SQL tempura runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--stats", "with_stats", is_flag=True, help="Show estimated rows, size and cost of every operator.")
+@click.option("--stats", "with_stats", is_flag=True, help="The logical plan with estimated rows, size and cost of every operator.")
+@click.option("--logical", is_flag=True, help="The bound logical plan, before optimization.")
+@click.option("--trace", is_flag=True, help="Also print the rule firings and the search's numbers.")
+@click.option("--memo", "show_memo", is_flag=True, help="Also print the explored memo.")
+@click.option("--no-rule", "no_rules", multiple=True, metavar="NAME", help="Disable an optimizer rule (repeatable).")
 @click.option("--cost", "cost", multiple=True, metavar="NAME=VALUE", help="Override a cost constant (repeatable).")
 @user_errors
 def explain(
-    catalog: str, dialect: str, workdir: str, sql: str, show_sql: bool, as_json: bool, with_stats: bool, cost: tuple[str, ...]
+    catalog: str,
+    dialect: str,
+    workdir: str,
+    sql: str,
+    show_sql: bool,
+    as_json: bool,
+    with_stats: bool,
+    logical: bool,
+    trace: bool,
+    show_memo: bool,
+    no_rules: tuple[str, ...],
+    cost: tuple[str, ...],
 ) -> None:
-    """Print the logical plan of SQL (or @file.sql)."""
+    """Print the plan tempura runs for SQL (or @file.sql): the physical plan with join
+    algorithms, estimated rows and cost."""
     from tempura.api import Session
+    from tempura.explain import format_physical, format_trace, physical_json
     from tempura.sql import to_spark_sql
 
     session = Session(catalog, dialect=dialect, workdir=workdir, cost_constants=_cost_constants(cost))
-    bound = session.plan(_read_sql(sql))
+    text = _read_sql(sql)
+    bound = session.plan(text)
     if with_stats:
         explainer = session.explainer()
         if as_json:
@@ -140,16 +158,44 @@ def explain(
                 click.echo("")
                 click.echo(to_spark_sql(bound, pretty=True))
         return
-    if as_json:
-        payload: dict[str, object] = {"plan": str(bound.plan).splitlines(), "columns": list(bound.names)}
+    if logical:
+        if as_json:
+            payload: dict[str, object] = {"plan": str(bound.plan).splitlines(), "columns": list(bound.names)}
+            if show_sql:
+                payload["spark_sql"] = to_spark_sql(bound)
+            click.echo(json.dumps(payload, indent=2))
+            return
+        click.echo(str(bound.plan))
         if show_sql:
-            payload["spark_sql"] = to_spark_sql(bound)
-        click.echo(json.dumps(payload, indent=2))
+            click.echo("")
+            click.echo(to_spark_sql(bound, pretty=True))
         return
-    click.echo(str(bound.plan))
+    planned = session.optimize(text, disabled=no_rules, trace=trace)
+    if as_json:
+        out: dict[str, object] = {
+            "plan": physical_json(planned.physical),
+            "columns": list(bound.names),
+            "search": planned.report.to_json(),
+        }
+        if trace:
+            out["normalization"] = planned.normalization
+            out["firings"] = [str(f) for f in planned.trace.firings] if planned.trace else []
+        if show_sql:
+            out["spark_sql"] = to_spark_sql(planned.query, hints=planned.hints)
+        if show_memo:
+            out["memo"] = planned.memo.format().splitlines()
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(format_physical(planned.physical))
+    if trace:
+        click.echo("")
+        click.echo(format_trace(planned))
+    if show_memo:
+        click.echo("")
+        click.echo(planned.memo.format())
     if show_sql:
         click.echo("")
-        click.echo(to_spark_sql(bound, pretty=True))
+        click.echo(to_spark_sql(planned.query, pretty=True, hints=planned.hints))
 
 
 @main.command()

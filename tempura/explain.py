@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tempura.memo import PhysicalPlan
+from tempura.planner import PlannedQuery
 from tempura.algebra import LogicalPlan, Query, format_plan
 from tempura.cost import PlanCost
 from tempura.cost.model import format_time
@@ -141,3 +143,50 @@ def _walk(plan: LogicalPlan) -> list[LogicalPlan]:
     for child in plan.inputs:
         out.extend(_walk(child))
     return out
+
+
+def format_physical(plan: PhysicalPlan) -> str:
+    """A physical plan as an indented tree: each operator with its estimated rows and size, the
+    cost of its subtree and its own share of it."""
+    lines: list[str] = []
+
+    def visit(node: PhysicalPlan, depth: int) -> None:
+        details = f" {node.details}" if node.details else ""
+        lines.append(
+            f"{'  ' * depth}{node.operator}{details}  (rows={format_count(node.stats.rows)} "
+            f"size={format_bytes(node.stats.bytes)} cost={format_time(node.cumulative.total)} "
+            f"own={format_time(node.own.total)})"
+        )
+        for child in node.children:
+            visit(child, depth + 1)
+
+    visit(plan, 0)
+    return "\n".join(lines)
+
+
+def physical_json(plan: PhysicalPlan) -> dict[str, object]:
+    return {
+        "operator": plan.operator,
+        "details": plan.details,
+        "rows": plan.stats.rows,
+        "bytes": plan.stats.bytes,
+        "cost": plan.cumulative.to_json(),
+        "own_cost": plan.own.to_json(),
+        "delivered": str(plan.delivered),
+        "group": plan.group,
+        "children": [physical_json(c) for c in plan.children],
+    }
+
+
+def format_trace(planned: PlannedQuery) -> str:
+    """The rules that fired, phase by phase, and what the search did."""
+    lines = ["normalization: " + (", ".join(planned.normalization) if planned.normalization else "no rule fired")]
+    if planned.trace is not None:
+        lines.append("exploration:")
+        lines.extend(f"  {firing}" for firing in planned.trace.firings)
+    r = planned.report
+    lines.append(
+        f"search: {r.groups} groups, {r.expressions} logical expressions, {r.alternatives} physical "
+        f"alternatives ({r.pruned} pruned by cost bound), {r.winners} winners, {r.seconds * 1000:.0f} ms"
+    )
+    return "\n".join(lines)

@@ -82,7 +82,7 @@ class Planner:
             raise TempuraError(f"unknown rule(s): {', '.join(sorted(unknown))} (known: {', '.join(rule_names())})")
         started = time.perf_counter()
         fired: list[str] = []
-        normalized = normalize(query.plan, off, fired)
+        normalized = normalize(query.plan, off & {*NORMALIZATION_RULES, PRUNE}, fired)
         memo = Memo(self._derive)
         tracer = Trace() if trace else None
         rules = [r for r in exploration_rules(self.dp_limit) if r.name not in off]

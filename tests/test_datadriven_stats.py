@@ -15,17 +15,15 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from datadriven import Case, run_file
+from statsfile import StatsFile
 from tempura import tpch
-from tempura.catalog import TableSource
 from tempura.cost import CostConstants, PlanCost
 from tempura.errors import TempuraError
 from tempura.explain import StatsExplainer
 from tempura.sql import parse_query
-from tempura.stats import Estimator, TableStats
-from tempura.stats.defaults import default_table_stats
+from tempura.stats import Estimator
 
 TESTDATA = Path(__file__).parent / "testdata" / "stats"
 
@@ -36,26 +34,11 @@ SCHEMAS = {
 }
 
 
-class StatsFile:
-    """The statistics a golden file has set so far."""
-
-    def __init__(self) -> None:
-        self.tables: dict[str, TableStats] = {}
-
-    def lookup(self, table: str) -> TableStats:
-        if table in self.tables:
-            return self.tables[table]
-        return default_table_stats(TableSource(table, f"/{table}"), SCHEMAS[table], None)
-
+class ExplainFile(StatsFile):
     def run(self, case: Case) -> str:
-        if case.directive == "load-stats":
-            data = json.loads((TESTDATA / f"{case.args['file']}.json").read_text(encoding="utf-8"))
-            self.tables.update({name: TableStats.from_json(stats) for name, stats in data.items()})
-            return "ok"
-        if case.directive == "inject-stats":
-            data = yaml.safe_load(case.input)
-            self.tables.update({name: TableStats.from_json(stats) for name, stats in data.items()})
-            return "ok"
+        handled = self.set(case)
+        if handled is not None:
+            return handled
         try:
             query = parse_query(case.input, SCHEMAS, case.args.get("dialect", "spark"))
         except TempuraError as error:
@@ -71,6 +54,6 @@ class StatsFile:
 
 @pytest.mark.parametrize("path", sorted(TESTDATA.glob("*.txt")), ids=lambda p: p.stem)
 def test_explain_stats(path: Path, rewrite: bool) -> None:
-    state = StatsFile()
+    state = ExplainFile(SCHEMAS)
     failures = run_file(path, state.run, rewrite)
     assert not failures, "\n\n".join(failures)

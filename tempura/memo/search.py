@@ -50,6 +50,8 @@ class Alternative:
     logical: LogicalPlan | None = None
     hint: str | None = None
     rule: str = ""
+    enforcer: bool = False
+    passthrough: tuple[int, ...] = ()
 
 
 class Implementer(Protocol):
@@ -144,9 +146,11 @@ class Search:
                 continue
             cost = alt.own
             delivered: list[Props] = []
-            for child, child_required in alt.children:
+            for index, (child, child_required) in enumerate(alt.children):
                 won = self.optimize(child, child_required, limit - total)
-                if won is None:
+                if won is None or (
+                    index in alt.passthrough and not child_required.is_any and won.alternative.enforcer
+                ):
                     total = math.inf
                     break
                 total += won.total

@@ -106,5 +106,6 @@ def implement_partial(memo: Memo, costs: SparkCosts, group: Group, plan: Partial
             None,
             None,
             HASH_AGGREGATE,
+            passthrough=(0,),
         )
     ]

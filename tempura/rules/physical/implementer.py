@@ -103,7 +103,8 @@ class SparkImplementer:
             return [Alternative("LocalTableScan", expr.details(), (), Cost(rows=out.rows), lambda _d: NO_PROPS, expr)]
         if isinstance(expr, Filter):
             child = self._child(expr.input, joins.passable(required, set(expr.input.schema.names)))
-            return [Alternative("Filter", expr.details(), child, c.filter(self._stats(expr.input), out), _keep, expr)]
+            return [Alternative("Filter", expr.details(), child, c.filter(self._stats(expr.input), out), _keep, expr,
+                                passthrough=(0,))]
         if isinstance(expr, Project):
             return [self._project(expr, required)]
         if isinstance(expr, Sort):
@@ -141,7 +142,8 @@ class SparkImplementer:
             back = rename(delivered[0], {k: v[0] for k, v in to_output.items()})
             return back if back is not None else NO_PROPS
 
-        return Alternative("Project", expr.details(), self._child(expr.input, child_required), own, deliver, expr)
+        return Alternative("Project", expr.details(), self._child(expr.input, child_required), own, deliver, expr,
+                           passthrough=(0,))
 
     def _limit(self, group: Group, expr: Limit) -> list[Alternative]:
         c = self.costs
@@ -187,19 +189,19 @@ class SparkImplementer:
             def sorted_(delivered: list[Props]) -> Props:
                 return Props(delivered[0].distribution, ordering)
 
-            return [Alternative("Sort", f"local [{', '.join(ordering)}]", ((group.id, weaker),), c.sort(stats), sorted_)]
+            return [Alternative("Sort", f"local [{', '.join(ordering)}]", ((group.id, weaker),), c.sort(stats), sorted_, enforcer=True)]
         dist = required.distribution
         if dist.kind in (HASH, CLUSTER):
             (keys,) = dist.keys
             delivered = Props(Distribution.hashed(*keys))
             return [Alternative("Exchange", f"hashpartitioning({', '.join(keys)})", ((group.id, NO_PROPS),),
-                                c.shuffle(stats), _const(delivered))]
+                                c.shuffle(stats), _const(delivered), enforcer=True)]
         if dist.kind == SINGLE:
             return [Alternative("Exchange", "SinglePartition", ((group.id, NO_PROPS),), c.gather(stats),
-                                _const(Props(SINGLE_PARTITION)))]
+                                _const(Props(SINGLE_PARTITION)), enforcer=True)]
         if dist.kind == BROADCAST:
             return [Alternative("BroadcastExchange", "", ((group.id, NO_PROPS),), c.broadcast(stats),
-                                _const(Props(BROADCASTED)))]
+                                _const(Props(BROADCASTED)), enforcer=True)]
         return []
 
 

@@ -106,9 +106,11 @@ def implement_join(
     out_cols = set(group.schema.names)
 
     def alt(name: str, rule: str, children: tuple[tuple[int, Props], ...], own: Cost,
-            deliver: Callable[[list[Props]], Props], hint: str, details: str) -> None:
+            deliver: Callable[[list[Props]], Props], hint: str, details: str, passthrough: tuple[int, ...] = ()) -> None:
         text = f"{shape.text}{(' ' + details) if details else ''}"
-        alternatives.append(Alternative(name, text, children, own.with_rows(out.rows), deliver, join, hint, rule))
+        alternatives.append(
+            Alternative(name, text, children, own.with_rows(out.rows), deliver, join, hint, rule, passthrough=passthrough)
+        )
 
     def stream(index: int) -> Callable[[list[Props]], Props]:
         return lambda delivered: restrict(delivered[index], out_cols)
@@ -121,11 +123,11 @@ def implement_join(
             if kind in BUILD_RIGHT and right.bytes <= k.broadcast_threshold:
                 alt("BroadcastHashJoin", BROADCAST_HASH_JOIN,
                     ((left_g.id, passable(required, left_cols)), (right_g.id, Props(BROADCASTED))),
-                    costs.hash_join(right, left, out) + building(right), stream(0), "BROADCAST:right", "build=right")
+                    costs.hash_join(right, left, out) + building(right), stream(0), "BROADCAST:right", "build=right", (0,))
             if kind in BUILD_LEFT and left.bytes <= k.broadcast_threshold:
                 alt("BroadcastHashJoin", BROADCAST_HASH_JOIN,
                     ((left_g.id, Props(BROADCASTED)), (right_g.id, passable(required, right_cols))),
-                    costs.hash_join(left, right, out), stream(1), "BROADCAST:left", "build=left")
+                    costs.hash_join(left, right, out), stream(1), "BROADCAST:left", "build=left", (1,))
         shuffled = (
             (left_g.id, Props(Distribution.hashed(*lkeys))),
             (right_g.id, Props(Distribution.hashed(*rkeys))),
@@ -154,11 +156,11 @@ def implement_join(
         if kind in LOOP_RIGHT:
             alt("BroadcastNestedLoopJoin", NESTED_LOOP_JOIN,
                 ((left_g.id, passable(required, left_cols)), (right_g.id, Props(BROADCASTED))),
-                compare, stream(0), "BROADCAST:right", "build=right")
+                compare, stream(0), "BROADCAST:right", "build=right", (0,))
         if kind in LOOP_LEFT:
             alt("BroadcastNestedLoopJoin", NESTED_LOOP_JOIN,
                 ((left_g.id, Props(BROADCASTED)), (right_g.id, passable(required, right_cols))),
-                compare, stream(1), "BROADCAST:left", "build=left")
+                compare, stream(1), "BROADCAST:left", "build=left", (1,))
     return alternatives
 
 
