@@ -3,6 +3,8 @@ compared with ``spark.sql`` of the original text."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,9 @@ import pytest
 from tempura import tpch
 from tempura.algebra import Query, validate_plan
 from tempura.api import Session
+from tempura.explain import format_physical
+from tempura.memo import PhysicalPlan
+from tempura.stats import TableStats
 from tempura.rules.logical import normalize
 from tempura.runtime import compare_results, execute
 
@@ -52,3 +57,98 @@ def test_normalized_query_equals_spark(session: Session, name: str) -> None:
     actual = [tuple(r) for r in execute(Query(plan, query.names, query.ordered, query.order_keys), session.spark).collect()]
     outcome = compare_results(expected, actual, query.ordered, query.order_keys)
     assert outcome.equal, f"{name}: {outcome.reason}\n{plan}"
+
+
+JOIN_OPERATORS = ("BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin", "BroadcastNestedLoopJoin", "CartesianProduct")
+
+
+def spark_joins_and_scans(frame: object) -> tuple[list[tuple[str, str]], list[str]]:
+    """The joins (algorithm, build side) and scanned tables of Spark's executed plan, in the
+    order the plan prints them (pre-order, left before right). Exchange reuse is off while the
+    plan is made, so that a repeated subplan prints in full rather than as a reference."""
+    spark = frame.sparkSession  # type: ignore[attr-defined]
+    spark.conf.set("spark.sql.exchange.reuse", "false")
+    try:
+        text = frame._jdf.queryExecution().executedPlan().toString()  # type: ignore[attr-defined]
+    finally:
+        spark.conf.unset("spark.sql.exchange.reuse")
+    joins: list[tuple[str, str]] = []
+    scans: list[str] = []
+    for line in text.splitlines():
+        op = next((o for o in JOIN_OPERATORS if re.search(rf"\b{o}\b", line)), None)
+        if op is not None:
+            build = re.search(r"Build(Left|Right)", line)
+            joins.append((op, build.group(1).lower() if build else ""))
+        scan = re.search(r"FileScan .*Location: [^\[]*\[[^\]]*?/([A-Za-z_]+)(?:\.parquet)?/?[\],]", line)
+        if scan:
+            scans.append(scan.group(1))
+    return joins, scans
+
+
+def planned_joins_and_scans(plan: PhysicalPlan) -> tuple[list[tuple[str, str]], list[str]]:
+    joins: list[tuple[str, str]] = []
+    scans: list[str] = []
+    for node in plan.walk():
+        if node.operator in JOIN_OPERATORS:
+            build = node.details.rsplit("build=", 1)[1] if "build=" in node.details else ""
+            joins.append((node.operator, build))
+        elif node.operator == "Scan":
+            scans.append(node.details.split(" ", 1)[0])
+    return joins, scans
+
+
+@pytest.fixture(scope="module")
+def planned_session(spark: object, tpch_catalog: Path, tmp_path_factory: pytest.TempPathFactory) -> Session:
+    """A session whose estimator sees the statistics of TPC-H at scale 0.01."""
+    session = Session(tpch_catalog, spark=spark, workdir=tmp_path_factory.mktemp("work"))  # type: ignore[arg-type]
+    stats = json.loads((Path(__file__).parent / "testdata" / "stats" / "tpch-sf0.01.json").read_text())
+    for table, value in stats.items():
+        session.stats.inject(table, TableStats.from_json(value))
+    return session
+
+
+@pytest.mark.parametrize("name", tpch.query_names())
+def test_optimized_query_equals_spark_and_runs_as_planned(planned_session: Session, name: str) -> None:
+    """The memo's plan gives Spark's result, and Spark runs it as planned: the same joins with
+    the same algorithms and build sides, over the tables in the same order."""
+    session = planned_session
+    text = tpch.query_text(name)
+    planned = session.optimize(text)
+    expected = [tuple(r) for r in session.spark.sql(text).collect()]
+    frame = execute(planned.query, session.spark, planned.hints)
+    ran = spark_joins_and_scans(frame)  # before running: the executed plan is made once
+    actual = [tuple(r) for r in frame.collect()]
+    outcome = compare_results(expected, actual, planned.query.ordered, planned.query.order_keys)
+    assert outcome.equal, f"{name}: {outcome.reason}\n{format_physical(planned.physical)}"
+    assert ran == planned_joins_and_scans(planned.physical), format_physical(planned.physical)
+    assert planned.report.seconds < 30  # a guard against a runaway search, not a timing claim
+
+
+@pytest.mark.parametrize("name", ["q03", "q05", "q08", "q10", "q18", "q21"])
+@pytest.mark.parametrize(
+    "disabled",
+    [
+        ("broadcast-hash-join",),
+        ("broadcast-hash-join", "shuffled-hash-join"),
+        ("broadcast-hash-join", "sort-merge-join"),
+        ("join-reorder",),
+    ],
+    ids=lambda d: "no-" + "+".join(d),
+)
+def test_forced_algorithms_equal_spark(planned_session: Session, name: str, disabled: tuple[str, ...]) -> None:
+    """Other physical plans of the same queries — shuffled hash joins, sort-merge joins, the
+    rule-based join exploration — give Spark's result too, and run as planned."""
+    session = planned_session
+    text = tpch.query_text(name)
+    planned = session.optimize(text, disabled)
+    algorithms = {n.operator for n in planned.physical.walk() if n.operator in JOIN_OPERATORS}
+    for rule, operator in (("broadcast-hash-join", "BroadcastHashJoin"), ("shuffled-hash-join", "ShuffledHashJoin"),
+                           ("sort-merge-join", "SortMergeJoin")):
+        if rule in disabled:
+            assert operator not in algorithms
+    expected = [tuple(r) for r in session.spark.sql(text).collect()]
+    frame = execute(planned.query, session.spark, planned.hints)
+    ran = spark_joins_and_scans(frame)
+    outcome = compare_results(expected, [tuple(r) for r in frame.collect()], planned.query.ordered, planned.query.order_keys)
+    assert outcome.equal, f"{name}: {outcome.reason}\n{format_physical(planned.physical)}"
+    assert ran == planned_joins_and_scans(planned.physical), format_physical(planned.physical)

@@ -199,43 +199,57 @@ class Memo:
         keep, gone = (a, b) if a < b else (b, a)
         kept, lost = self._groups[keep], self._groups[gone]
         self._parent[gone] = keep
-        kept.parents |= lost.parents
         kept.explored &= lost.explored
         kept.tvr_sets |= lost.tvr_sets
         for meta in (self._tvr_sets[i] for i in lost.tvr_sets):
             for key, member in meta.members.items():
                 if member == gone:
                     meta.members[key] = keep
-        moved = lost.exprs
-        lost.exprs = []
-        for expr in moved:
-            if expr not in kept.exprs:
+        present = set(kept.exprs)
+        for expr in lost.exprs:
+            if expr not in present:
                 kept.exprs.append(expr)
+                present.add(expr)
+        lost.exprs = []
+        affected = lost.parents | kept.parents
+        lost.parents = set()
+        kept.parents = set()
+        pending = self._rekey(affected)
         if self.root is not None and self.find(self.root) == keep:
             self.root = keep
-        self._reintern()
-        return self.find(keep)
-
-    def _reintern(self) -> None:
-        """Rebuild the fingerprint table under canonical ids, merging groups found equal."""
-        table: dict[LogicalPlan, int] = {}
-        pending: list[tuple[int, int]] = []
-        for g in self.groups:
-            fresh: list[LogicalPlan] = []
-            for expr in g.exprs:
-                canon = self.canonical(expr)
-                other = table.get(canon)
-                if other is not None and other != g.id:
-                    pending.append((other, g.id))
-                    continue
-                if other is None:
-                    table[canon] = g.id
-                    fresh.append(canon)
-            g.exprs = fresh
-            g.parents = {self.canonical(p) for p in g.parents}
-        self._table = table
         for x, y in pending:
             self.merge(x, y)
+        return self.find(keep)
+
+    def _rekey(self, exprs: set[LogicalPlan]) -> list[tuple[int, int]]:
+        """Re-intern expressions whose inputs were merged; returns the group pairs found equal."""
+        pending: list[tuple[int, int]] = []
+        for old in exprs:
+            owner = self._table.pop(old, None)
+            if owner is None:
+                continue
+            owner = self.find(owner)
+            group = self._groups[owner]
+            canon = self.canonical(old)
+            other = self._table.get(canon)
+            position = group.exprs.index(old) if old in group.exprs else -1
+            if other is not None:
+                if position >= 0:
+                    del group.exprs[position]
+                if self.find(other) != owner:
+                    pending.append((other, owner))
+            else:
+                self._table[canon] = owner
+                if position >= 0:
+                    group.exprs[position] = canon
+                else:
+                    group.exprs.append(canon)
+            for child in canon.inputs:
+                assert isinstance(child, GroupRef)
+                parents = self._groups[self.find(child.group)].parents
+                parents.discard(old)
+                parents.add(canon)
+        return pending
 
     # -- TVR meta-sets -------------------------------------------------------------------------
 

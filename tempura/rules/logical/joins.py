@@ -3,8 +3,10 @@
 These are the Beam seed's rules (Calcite's ``JoinCommuteRule``, ``JoinAssociateRule`` and
 ``JoinPushThroughJoinRule``), for inner and cross joins only: outer, semi and anti joins are
 never reordered by them. Like the seed's ``BeamJoinAssociateRule``, the rules check the joins
-they would build and do not fire when one of them would be a cross product that the matched
-joins did not already have (the trace records the refusal).
+they would build and do not fire when one of them would be a cross product (the trace records
+the refusal). A cross product the query wrote can still be rotated away — ``(A × B) ⋈ C`` with
+predicates between A and C and between B and C associates to ``A ⋈ (B ⋈ C)`` — but none is
+ever created.
 
 Join conditions in the memo are canonical (:func:`make_join`): conjuncts deduplicated and sorted
 by their SQL, so that the same join reached by different rules has one fingerprint.
@@ -82,17 +84,15 @@ def _reassociate(
     top, bottom = call.exprs[0], call.exprs[1]
     assert isinstance(top, Join) and isinstance(bottom, Join)
     predicates = conjuncts(top.condition) + conjuncts(bottom.condition)
-    had_cross = top.condition is None or bottom.condition is None
     inner_cols = _names(first) | _names(second)
     inner = [p for p in predicates if columns_in(p) <= inner_cols]
     rest = [p for p in predicates if not columns_in(p) <= inner_cols]
-    if not had_cross:
-        if not any(connects(p, _names(first), _names(second)) for p in inner):
-            call.notes.append(f"refused {what}: {first.details()} x {second.details()} would be a cross product")
-            return None
-        if not any(connects(p, inner_cols, _names(outer)) for p in rest):
-            call.notes.append(f"refused {what}: the top join would be a cross product")
-            return None
+    if not any(connects(p, _names(first), _names(second)) for p in inner):
+        call.notes.append(f"refused {what}: {first.details()} x {second.details()} would be a cross product")
+        return None
+    if not any(connects(p, inner_cols, _names(outer)) for p in rest):
+        call.notes.append(f"refused {what}: the top join would be a cross product")
+        return None
     return make_join(make_join(first, second, inner), outer, rest)
 
 
