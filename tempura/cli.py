@@ -311,3 +311,45 @@ def demo(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@bench.command("join-order")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--query", "queries", multiple=True, help="Only these queries (q02, q03, …).")
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=3), help="Measured rounds per query.")
+@click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds before a run is cancelled.")
+@user_errors
+def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, ...], repeat: int, timeout: float) -> None:
+    """TPC-H queries in an adversarial join order: Spark as written, Spark's CBO and tempura."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import join_order
+
+    unknown = [q for q in queries if q not in join_order.QUERIES]
+    if unknown:
+        raise TempuraError(f"unknown join-order query: {', '.join(unknown)} (known: {', '.join(join_order.QUERIES)})")
+    console = Console(stderr=True)
+    report = join_order.run(scale, Path(workdir), Path(out), list(queries) or None, repeat, timeout, lambda m: console.log(m))
+    table = Table(title=f"join order, TPC-H scale {scale:g}, median of {repeat} alternating runs")
+    for column in ("query", "written s", "Spark CBO s", "tempura s", "written/tempura", "CBO/tempura", "opt ms", "memo", "equal"):
+        table.add_column(column)
+    for q in report["queries"]:
+        m = q["median"]
+        table.add_row(
+            q["query"] + (" *" if q["written_order_cross_product"] else ""),
+            f"{m['spark-written']:.2f}", f"{m['spark-cbo']:.2f}", f"{m['tempura']:.2f}",
+            f"{q['ratio_written_to_tempura']:.2f}", f"{q['ratio_cbo_to_tempura']:.2f}",
+            f"{q['optimization_seconds'] * 1000:.0f}", f"{q['memo_groups']}/{q['memo_expressions']}",
+            "yes" if all(q["equal_to_spark"].values()) else "NO",
+        )
+    Console().print(table)
+    click.echo(
+        f"geometric mean ratio: written/tempura {report['geomean_ratio_written_to_tempura']:.2f}, "
+        f"CBO/tempura {report['geomean_ratio_cbo_to_tempura']:.2f}; "
+        f"* written order has a cross product (geomean written/tempura there: "
+        f"{report['geomean_ratio_written_to_tempura_bad_order']:.2f})"
+    )
+    click.echo("wrote " + ", ".join(report["files"]))

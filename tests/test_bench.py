@@ -43,3 +43,46 @@ def test_report_compares_only_where_spark_has_an_estimate() -> None:
     assert report["tempura_without_cross_joins"]["count"] == 3
     assert report["by_operator"]["Aggregate"]["spark"] == {"count": 0}
     assert report["worst"][0]["operator"] == "Filter"
+
+
+def test_join_order_report_ratios_and_geometric_means() -> None:
+    from benchmarks.join_order import build_report, geomean
+
+    def result(name: str, written: float, cbo: float, tempura: float, cross: bool) -> dict[str, object]:
+        return {
+            "query": name,
+            "median": {"spark-written": written, "spark-cbo": cbo, "tempura": tempura},
+            "equal_to_spark": {"spark-cbo": True, "tempura": True},
+            "optimization_seconds": 0.1,
+            "written_order_cross_product": cross,
+        }
+
+    report = build_report(0.1, 3, [result("q02", 8.0, 2.0, 2.0, True), result("q03", 1.0, 2.0, 4.0, False)])
+    assert geomean([2.0, 8.0]) == pytest.approx(4.0)
+    assert report["geomean_ratio_written_to_tempura"] == pytest.approx(geomean([4.0, 0.25]))
+    assert report["geomean_ratio_cbo_to_tempura"] == pytest.approx(geomean([1.0, 0.5]))
+    assert report["bad_written_order_queries"] == ["q02"]
+    assert report["geomean_ratio_written_to_tempura_bad_order"] == pytest.approx(4.0)
+    assert report["all_equal"]
+
+
+def test_join_order_queries_are_the_tpch_queries_reordered() -> None:
+    """Each adversarial query binds to the same tables, predicates and output as the original."""
+    from benchmarks.join_order import QUERIES, query_text
+    from tempura import tpch
+    from tempura.rules.logical import normalize
+    from tempura.sql import parse_query
+
+    def tables(plan: object) -> list[str]:
+        from tempura.algebra import LogicalPlan, Scan
+
+        assert isinstance(plan, LogicalPlan)
+        own = [plan.table] if isinstance(plan, Scan) else []
+        return own + [t for c in plan.inputs for t in tables(c)]
+
+    for name in QUERIES:
+        original = parse_query(tpch.query_text(name), tpch.SCHEMA)
+        rewritten = parse_query(query_text(name), tpch.SCHEMA)
+        assert rewritten.names == original.names
+        assert sorted(tables(normalize(rewritten.plan))) == sorted(tables(normalize(original.plan)))
+        assert tables(rewritten.plan) != tables(original.plan), f"{name}: the FROM order is unchanged"

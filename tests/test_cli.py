@@ -18,8 +18,29 @@ def catalog(tmp_path: Path) -> Path:
     return tpch.write_catalog(tmp_path)
 
 
-def test_explain_prints_the_plan(catalog: Path) -> None:
-    result = CliRunner().invoke(main, ["explain", "--catalog", str(catalog), tpch.query_text("q04")])
+def test_explain_prints_the_physical_plan(catalog: Path, tmp_path: Path) -> None:
+    args = ["explain", "--catalog", str(catalog), "--workdir", str(tmp_path / "w"), "--trace", tpch.query_text("q05")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Sort global [revenue DESC NULLS LAST]")
+    assert "HashAggregate final keys=[n_name]" in result.output and "Exchange hashpartitioning(n_name)" in result.output
+    assert "join-reorder on G" in result.output and "DPccp over 6 relations" in result.output
+    assert "search: " in result.output and "rows=" in result.output and "cost=" in result.output
+
+
+def test_explain_no_rule_changes_the_plan(catalog: Path, tmp_path: Path) -> None:
+    base = ["explain", "--catalog", str(catalog), "--workdir", str(tmp_path / "w"), tpch.query_text("q03")]
+    plain = CliRunner().invoke(main, base)
+    forced = CliRunner().invoke(main, [*base, "--no-rule", "broadcast-hash-join", "--no-rule", "shuffled-hash-join"])
+    assert plain.exit_code == forced.exit_code == 0, forced.output
+    assert "SortMergeJoin" not in plain.output and "SortMergeJoin" in forced.output
+    assert "BroadcastHashJoin" not in forced.output
+    bad = CliRunner().invoke(main, [*base, "--no-rule", "no-such-rule"])
+    assert bad.exit_code == 2 and bad.output.startswith("error: unknown rule(s): no-such-rule")
+
+
+def test_explain_logical_prints_the_bound_plan(catalog: Path) -> None:
+    result = CliRunner().invoke(main, ["explain", "--catalog", str(catalog), "--logical", tpch.query_text("q04")])
     assert result.exit_code == 0, result.output
     assert "Join semi ON l_orderkey = o_orderkey" in result.output
     assert result.output.startswith("Sort [o_orderpriority ASC NULLS FIRST]")
@@ -28,7 +49,7 @@ def test_explain_prints_the_plan(catalog: Path) -> None:
 def test_explain_json_with_sql(catalog: Path, tmp_path: Path) -> None:
     sql_file = tmp_path / "q.sql"
     sql_file.write_text("SELECT n_name FROM nation WHERE n_regionkey = 1")
-    result = CliRunner().invoke(main, ["explain", "--catalog", str(catalog), "--json", "--sql", f"@{sql_file}"])
+    result = CliRunner().invoke(main, ["explain", "--catalog", str(catalog), "--logical", "--json", "--sql", f"@{sql_file}"])
     assert result.exit_code == 0, result.output
     assert '"spark_sql": "SELECT nation.n_name AS n_name FROM nation AS nation WHERE nation.n_regionkey = 1"' in result.output
 
@@ -94,7 +115,7 @@ def test_missing_catalog(tmp_path: Path) -> None:
 
 
 def test_every_command_has_help() -> None:
-    for command in (["query"], ["explain"], ["tpch-gen"], ["demo"], ["analyze"], ["bench", "cardinality"]):
+    for command in (["query"], ["explain"], ["tpch-gen"], ["demo"], ["analyze"], ["bench", "cardinality"], ["bench", "join-order"]):
         result = CliRunner().invoke(main, [*command, "--help"])
         assert result.exit_code == 0 and "Usage" in result.output
 

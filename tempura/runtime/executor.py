@@ -1,8 +1,9 @@
 """Running planned queries on Spark: the plan goes to Spark as the SQL the back end prints, with
 tempura's join order and a join-strategy hint on every join.
 
-Spark would otherwise re-plan what tempura costed: its cost-based join reordering can reorder
-joins, and adaptive execution can switch join algorithms and coalesce partitions at run time.
+Spark would otherwise re-plan what tempura costed: its cost-based join reordering and a few
+rule-based rewrites (``ReorderJoin``, the semi/anti join pushdowns) move joins, and adaptive
+execution can switch join algorithms and coalesce partitions at run time.
 :class:`SparkPlanning` says whether each is on; while tempura's plans run both are off by default,
 so that what runs is what was costed. Spark reads these settings when a query executes, so they
 are set on the session for as long as it runs tempura's plans.
@@ -21,6 +22,16 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+# Spark's rule-based optimizer moves joins too: it flattens inner joins and reorders them to avoid
+# cross products, and pushes semi and anti joins below inner joins. With tempura's plan these
+# would undo the costed order.
+REORDERING_RULES = (
+    "org.apache.spark.sql.catalyst.optimizer.ReorderJoin",
+    "org.apache.spark.sql.catalyst.optimizer.PushLeftSemiLeftAntiThroughJoin",
+    "org.apache.spark.sql.catalyst.optimizer.PushDownLeftSemiAntiJoin",
+)
+
+
 @dataclass(frozen=True)
 class SparkPlanning:
     """Which of Spark's own plan changes stay on under tempura's plans."""
@@ -32,6 +43,7 @@ class SparkPlanning:
         return {
             "spark.sql.cbo.joinReorder.enabled": str(self.join_reorder).lower(),
             "spark.sql.adaptive.enabled": str(self.adaptive).lower(),
+            "spark.sql.optimizer.excludedRules": "" if self.join_reorder else ",".join(REORDERING_RULES),
         }
 
     def apply(self, spark: SparkSession) -> None:

@@ -1,0 +1,217 @@
+"""``tempura bench join-order``: TPC-H queries written in a bad join order, three planners.
+
+The queries (``queries/join_order/``) are TPC-H Q2, Q3, Q5, Q7, Q8, Q9, Q10, Q11, Q18 and Q21
+with the FROM lists rewritten adversarially: big tables first, tables without a predicate
+between them side by side. Contenders, on the same analysed tables:
+
+- ``spark-written``: Spark with ``spark.sql.cbo.enabled`` off — it joins in written order (its
+  rule-based ``ReorderJoin`` only moves a table to avoid a cross product);
+- ``spark-cbo``: Spark with ``spark.sql.cbo.enabled`` and ``spark.sql.cbo.joinReorder.enabled``
+  on, with table and column statistics from ``ANALYZE``;
+- ``tempura``: tempura's plan, run with its join order and join hints (Spark's reordering and
+  AQE off).
+
+Spark's other settings are its defaults (adaptive execution on for the two Spark contenders).
+Each query runs once per contender to warm up, then ``repeat`` rounds in which the contenders
+run one after the other, in an order that rotates each round. The report gives each
+contender's median time, the ratios to tempura, their geometric means, tempura's optimization
+time and memo size, and whether each result equals Spark's; as JSON and a PNG chart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from benchmarks.cardinality import BENCH_DRIVER_MEMORY, Progress, prepare
+from tempura.api import Session
+from tempura.runtime import SparkPlanning, compare_results, execute
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+QUERY_DIR = Path(__file__).parent / "queries" / "join_order"
+QUERIES = ["q02", "q03", "q05", "q07", "q08", "q09", "q10", "q11", "q18", "q21"]
+CONTENDERS = ["spark-written", "spark-cbo", "tempura"]
+
+SPARK_CONF = {
+    "spark-written": {
+        "spark.sql.cbo.enabled": "false",
+        "spark.sql.cbo.joinReorder.enabled": "false",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.optimizer.excludedRules": "",
+    },
+    "spark-cbo": {
+        "spark.sql.cbo.enabled": "true",
+        "spark.sql.cbo.planStats.enabled": "true",
+        "spark.sql.cbo.joinReorder.enabled": "true",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.optimizer.excludedRules": "",
+    },
+    "tempura": {"spark.sql.cbo.enabled": "false", **SparkPlanning().conf()},
+}
+
+
+def query_text(name: str) -> str:
+    return (QUERY_DIR / f"{name}.sql").read_text(encoding="utf-8")
+
+
+def timed_collect(spark: SparkSession, frame: Callable[[], DataFrame], timeout: float) -> tuple[float, list[tuple[Any, ...]] | None]:
+    """Seconds to build and collect a DataFrame, and its rows (``None`` after ``timeout``)."""
+    group = f"tempura-bench-{time.monotonic_ns()}"
+    spark.sparkContext.setJobGroup(group, "join-order benchmark", interruptOnCancel=True)
+    timer = threading.Timer(timeout, lambda: spark.sparkContext.cancelJobGroup(group))
+    timer.start()
+    started = time.perf_counter()
+    try:
+        rows = [tuple(r) for r in frame().collect()]
+    except Exception:  # cancelled by the timer
+        if time.perf_counter() - started < timeout:
+            raise
+        return timeout, None
+    finally:
+        timer.cancel()
+    return time.perf_counter() - started, rows
+
+
+def run(scale: float, workdir: Path, out: Path, queries: list[str] | None, repeat: int, timeout: float, progress: Progress) -> dict[str, Any]:
+    from tempura.runtime import get_spark
+
+    spark = get_spark(conf={"spark.driver.memory": BENCH_DRIVER_MEMORY})
+    session = prepare(scale, workdir, spark, progress)
+    names = queries or QUERIES
+    results = []
+    for name in names:
+        progress(f"{name}: planning and running {repeat} alternating rounds")
+        results.append(measure(spark, session, name, repeat, timeout))
+    report = build_report(scale, repeat, results)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"join-order-sf{scale:g}"
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    chart(report, out / f"{stem}.png")
+    report["files"] = [str(out / f"{stem}.json"), str(out / f"{stem}.png")]
+    return report
+
+
+def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeout: float) -> dict[str, Any]:
+    text = query_text(name)
+    planned = session.optimize(text)
+    bound = planned.query
+
+    def frame(contender: str) -> Callable[[], DataFrame]:
+        def make() -> DataFrame:
+            for key, value in SPARK_CONF[contender].items():
+                spark.conf.set(key, value)
+            if contender == "tempura":
+                return execute(bound, spark, planned.hints, SparkPlanning())
+            return spark.sql(text)
+
+        return make
+
+    times: dict[str, list[float]] = {c: [] for c in CONTENDERS}
+    rows: dict[str, list[tuple[Any, ...]] | None] = {}
+    for contender in CONTENDERS:  # warm-up, and the rows to compare
+        _, rows[contender] = timed_collect(spark, frame(contender), timeout)
+    for round_ in range(repeat):
+        order = CONTENDERS[round_ % 3 :] + CONTENDERS[: round_ % 3]
+        for contender in order:
+            seconds, _ = timed_collect(spark, frame(contender), timeout)
+            times[contender].append(seconds)
+    reference = rows["spark-written"] if rows["spark-written"] is not None else rows["spark-cbo"]
+    equal = {}
+    for contender in ("spark-cbo", "tempura"):
+        got = rows[contender]
+        equal[contender] = (
+            reference is not None
+            and got is not None
+            and compare_results(reference, got, bound.ordered, bound.order_keys).equal
+        )
+    written_plan = written_joins(spark, text)
+    return {
+        "query": name,
+        "times": times,
+        "median": {c: statistics.median(v) for c, v in times.items()},
+        "timed_out": {c: rows[c] is None for c in CONTENDERS},
+        "equal_to_spark": equal,
+        "optimization_seconds": planned.report.seconds,
+        "memo_groups": planned.report.groups,
+        "memo_expressions": planned.report.expressions,
+        "physical_alternatives": planned.report.alternatives,
+        "tempura_joins": [n.operator + (" " + n.details.rsplit("build=", 1)[1] if "build=" in n.details else "")
+                          for n in planned.physical.walk() if "Join" in n.operator],
+        "written_order_cross_product": written_plan,
+    }
+
+
+def written_joins(spark: SparkSession, text: str) -> bool:
+    """Whether Spark, joining in written order, plans a cross product (a nested-loop join or a
+    cartesian product) for the query."""
+    for key, value in SPARK_CONF["spark-written"].items():
+        spark.conf.set(key, value)
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    plan = spark.sql(text)._jdf.queryExecution().executedPlan().toString()
+    spark.conf.set("spark.sql.adaptive.enabled", "true")
+    return "CartesianProduct" in plan or "BroadcastNestedLoopJoin" in plan
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(max(v, 1e-9)) for v in values) / len(values)) if values else float("nan")
+
+
+def build_report(scale: float, repeat: int, results: list[dict[str, Any]]) -> dict[str, Any]:
+    for r in results:
+        m = r["median"]
+        r["ratio_written_to_tempura"] = m["spark-written"] / m["tempura"]
+        r["ratio_cbo_to_tempura"] = m["spark-cbo"] / m["tempura"]
+    bad = [r for r in results if r["written_order_cross_product"]]
+    return {
+        "benchmark": "join-order",
+        "scale": scale,
+        "repeat": repeat,
+        "contenders": CONTENDERS,
+        "spark_conf": SPARK_CONF,
+        "geomean_seconds": {c: geomean([r["median"][c] for r in results]) for c in CONTENDERS},
+        "geomean_ratio_written_to_tempura": geomean([r["ratio_written_to_tempura"] for r in results]),
+        "geomean_ratio_cbo_to_tempura": geomean([r["ratio_cbo_to_tempura"] for r in results]),
+        "bad_written_order_queries": [r["query"] for r in bad],
+        "geomean_ratio_written_to_tempura_bad_order": geomean([r["ratio_written_to_tempura"] for r in bad]),
+        "max_optimization_seconds": max((r["optimization_seconds"] for r in results), default=0.0),
+        "all_equal": all(all(r["equal_to_spark"].values()) for r in results),
+        "queries": results,
+    }
+
+
+def chart(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    queries = report["queries"]
+    names = [q["query"] for q in queries]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    width = 0.27
+    for i, contender in enumerate(CONTENDERS):
+        xs = [j + (i - 1) * width for j in range(len(names))]
+        left.bar(xs, [q["median"][contender] for q in queries], width, label=contender)
+    left.set_xticks(range(len(names)), names)
+    left.set_yscale("log")
+    left.set_ylabel("median seconds (log)")
+    left.set_title(f"TPC-H, adversarial FROM order, scale {report['scale']:g}")
+    left.legend()
+    xs = range(len(names))
+    right.bar([x - 0.2 for x in xs], [q["ratio_written_to_tempura"] for q in queries], 0.4, label="written / tempura")
+    right.bar([x + 0.2 for x in xs], [q["ratio_cbo_to_tempura"] for q in queries], 0.4, label="Spark CBO / tempura")
+    right.axhline(1.0, color="black", linewidth=0.8)
+    right.set_xticks(list(xs), names)
+    right.set_yscale("log")
+    right.set_title("time ratio to tempura (above 1: tempura faster)")
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
