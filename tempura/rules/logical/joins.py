@@ -96,8 +96,14 @@ def _reassociate(
     return make_join(make_join(first, second, inner), outer, rest)
 
 
-def _covered(call: RuleCall) -> bool:
-    return REORDER in call.memo.group(call.group).explored
+def _operands(call: RuleCall) -> tuple[LogicalPlan, LogicalPlan, LogicalPlan] | None:
+    """``A, B, C`` of a binding ``(A ⋈ B) ⋈ C``; ``None`` when the enumerator already covered
+    the group."""
+    if REORDER in call.memo.group(call.group).explored:
+        return None
+    top, bottom = call.exprs[0], call.exprs[1]
+    assert isinstance(top, Join) and isinstance(bottom, Join)
+    return bottom.left, bottom.right, top.right
 
 
 class JoinCommute(Rule):
@@ -122,11 +128,10 @@ class JoinAssociate(Rule):
     pattern = _NESTED
 
     def apply(self, call: RuleCall) -> Sequence[LogicalPlan]:
-        if _covered(call):
+        operands = _operands(call)
+        if operands is None:
             return []
-        top, bottom = call.exprs[0], call.exprs[1]
-        assert isinstance(top, Join) and isinstance(bottom, Join)
-        a, b, c = bottom.left, bottom.right, top.right
+        a, b, c = operands
         rebuilt = _reassociate(call, b, c, a, "associate")
         if rebuilt is None:
             return []
@@ -140,11 +145,10 @@ class JoinPushThroughJoin(Rule):
     pattern = _NESTED
 
     def apply(self, call: RuleCall) -> Sequence[LogicalPlan]:
-        if _covered(call):
+        operands = _operands(call)
+        if operands is None:
             return []
-        top, bottom = call.exprs[0], call.exprs[1]
-        assert isinstance(top, Join) and isinstance(bottom, Join)
-        a, b, c = bottom.left, bottom.right, top.right
+        a, b, c = operands
         out: list[LogicalPlan] = []
         for first, second, outer, what in ((a, c, b, "push-through right"), (c, b, a, "push-through left")):
             rebuilt = _reassociate(call, first, second, outer, what)
