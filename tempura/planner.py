@@ -75,16 +75,17 @@ class Planner:
             return expr.estimate(inputs[0], groups, self.costs)
         return self.estimator.derive(expr, inputs)
 
-    def plan(self, query: Query, disabled: Iterable[str] = (), trace: bool = False) -> PlannedQuery:
+    def check_rules(self, disabled: Iterable[str]) -> set[str]:
         off = set(disabled)
         unknown = off - set(rule_names())
         if unknown:
             raise TempuraError(f"unknown rule(s): {', '.join(sorted(unknown))} (known: {', '.join(rule_names())})")
-        started = time.perf_counter()
-        fired: list[str] = []
+        return off
+
+    def explore(self, query: Query, off: set[str], tracer: Trace | None, fired: list[str]) -> tuple[Memo, int, RuleEngine]:
+        """Normalization and logical exploration: the memo of ``query`` and its root group."""
         normalized = normalize(query.plan, off & {*NORMALIZATION_RULES, PRUNE}, fired)
         memo = Memo(self._derive)
-        tracer = Trace() if trace else None
         rules = [r for r in exploration_rules(self.dp_limit) if r.name not in off]
         if JoinReorder.name not in off:
             # The enumerator covers every region of three or more joined relations completely;
@@ -96,6 +97,14 @@ class Planner:
         engine.seed()
         engine.run()
         memo.listeners.clear()
+        return memo, root, engine
+
+    def plan(self, query: Query, disabled: Iterable[str] = (), trace: bool = False) -> PlannedQuery:
+        off = self.check_rules(disabled)
+        started = time.perf_counter()
+        fired: list[str] = []
+        tracer = Trace() if trace else None
+        memo, root, engine = self.explore(query, off, tracer, fired)
         search = Search(memo, SparkImplementer(memo, self.costs, off))
         if search.optimize(root) is None:
             raise TempuraError(f"no physical plan for the query with rules disabled: {', '.join(sorted(off))}")

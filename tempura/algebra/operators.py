@@ -357,6 +357,22 @@ class Limit(Unary):
         return text + (f" OFFSET {self.offset}" if self.offset else "")
 
 
+@dataclass(frozen=True, eq=False)
+class Repeat(Unary):
+    """Each input row ``count`` times, where ``count`` is an integer column of the row (dropped
+    from the output); rows whose count is not positive vanish. Spark's ``explode(sequence(…))``.
+    This is how a Z-set with positive multiplicities becomes a bag."""
+
+    input: LogicalPlan
+    count: str
+
+    def _derive_schema(self) -> Schema:
+        return Schema(tuple(f for f in self.input.schema.fields if f.name != self.count))
+
+    def details(self) -> str:
+        return f"by {self.count}"
+
+
 @dataclass(frozen=True)
 class Query:
     """A bound query: its plan plus what the user sees of the result.

@@ -81,10 +81,12 @@ BROADCASTED = Distribution(BROADCAST)
 
 @dataclass(frozen=True)
 class Props:
-    """Distribution plus ordering (ascending column names within each partition)."""
+    """Distribution plus ordering (ascending column names within each partition), and, in
+    multi-time-point plans, the time point at which the consumer runs (0: no time)."""
 
     distribution: Distribution = ANY
     ordering: tuple[str, ...] = ()
+    time: int = 0
 
     def satisfies(self, required: Props) -> bool:
         if not self.distribution.satisfies(required.distribution):
@@ -96,12 +98,18 @@ class Props:
         return self.distribution.kind == ANY_KIND and not self.ordering
 
     def without_ordering(self) -> Props:
-        return Props(self.distribution)
+        return Props(self.distribution, (), self.time)
+
+    def at(self, time: int) -> Props:
+        """The same requirement by a consumer running at time point ``time``."""
+        return Props(self.distribution, self.ordering, time)
 
     def __str__(self) -> str:
         text = str(self.distribution)
         if self.ordering:
             text += f" sorted({', '.join(self.ordering)})"
+        if self.time:
+            text += f" @t{self.time}"
         return text
 
 

@@ -25,6 +25,7 @@ from tempura.algebra import (
     LogicalPlan,
     Project,
     Query,
+    Repeat,
     Scan,
     SetOperation,
     Sort,
@@ -203,6 +204,19 @@ class SparkSqlGenerator:
         if block.select is not None or block.group is not None or block.distinct or block.limit is not None or block.offset:
             block = self._wrap(block)
         block.set_select([(p.field.name, substitute(p.expression, block.columns)) for p in plan.projections])
+        return block
+
+    def _compile_repeat(self, plan: Repeat) -> Block:
+        block = self.compile(plan.input)
+        if not block.is_open:
+            block = self._wrap(block)
+        keep = [n for n in block.columns if n != plan.count]
+        # sequence(1, 0) is [1, 0]: rows without a positive count must not reach the explode
+        block.where.append(exp.GT(this=block.columns[plan.count].copy(), expression=exp.Literal.number(0)))
+        copies = exp.Explode(this=exp.func("sequence", exp.Literal.number(1), block.columns[plan.count].copy()))
+        block.set_select([(n, block.columns[n].copy()) for n in keep] + [("__copy", copies)])
+        block = self._wrap(block)
+        block.set_select([(n, block.columns[n].copy()) for n in keep])
         return block
 
     def _narrow(self, block: Block, keep: list[str]) -> None:

@@ -1,0 +1,276 @@
+"""The standing-query optimizer: one plan space over all incremental methods and time points.
+
+:class:`IncrementalPlanner` plans a query over a cycle's time points:
+
+1. normalization and logical exploration, as for a one-off query (:class:`~tempura.planner.Planner`):
+   the memo holds every join order — the *template*;
+2. TVR expansion (:mod:`tempura.rules.tvr`): the forms each delivery needs, and the forms those
+   need, are added to the same memo as groups linked by TVR meta-sets; which rules run is the
+   method (``auto`` runs them all);
+3. the memo search with :class:`~tempura.rules.physical.tvr.TimedImplementer`: every group is
+   optimized for the time point its consumer runs at, choosing for each input whether to compute
+   it then or to compute it earlier and keep it, by the weighted objective ``Σ w_i·c_i``;
+4. extraction (:class:`Extractor`): the winners become fragments, cut wherever a result is kept
+   from one time point to a later one, with shared work computed once; the plan's cost vector is
+   summed over the fragments, each kept state saved once and loaded by each reader.
+
+The search prices a state each time a consumer loads it but never shares one computation
+between consumers of the same time point; that is the multi-query optimization the ``mqo``
+package adds. Until then, :func:`best_of` picks ``auto``'s plan as the cheapest of its own
+search and of each forced method's plan, all costed by the same extraction.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from tempura.algebra import LogicalPlan, Query, SetOperation
+from tempura.cost.model import CostConstants
+from tempura.cost.vector import CostVector, Objective
+from tempura.errors import TempuraError
+from tempura.memo import GroupRef, Memo, Search
+from tempura.memo.properties import Props
+from tempura.planner import JoinHint, Planner, _in_order, rule_names
+from tempura.rules.physical import PartialAggregate, SparkImplementer
+from tempura.rules.physical.tvr import LOAD, TimedImplementer
+from tempura.rules.tvr import METHODS, RULE_NAMES, RULES, Expansion, rules_for
+from tempura.rules.logical.reorder import DP_LIMIT
+from tempura.stats.estimate import Estimator
+from tempura.stats.relation import RelStats
+from tempura.tvr.estimate import TvrEstimator
+from tempura.tvr.operators import SourceRead, StateRead
+from tempura.tvr.plan import METHOD_ORDER, Fragment, KeptState, MultiTimePlan
+from tempura.tvr.time import TimePoints
+
+RULE_METHOD = {r.name: r.method for r in RULES}
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """What the planner needs of the arrival model."""
+
+    fraction: Callable[[str, int, int], float]
+    insert_only: Callable[[str], bool]
+
+    @staticmethod
+    def uniform(k: int, deletions: Iterable[str] = ()) -> Arrival:
+        """Every source's rows spread evenly over the ``k`` intervals."""
+        with_deletions = set(deletions)
+        return Arrival(lambda _t, start, end: (end - start) / k, lambda table: table not in with_deletions)
+
+
+class IncrementalPlanner(Planner):
+    """Plans standing queries with one estimator, arrival model and set of cost constants."""
+
+    def __init__(self, estimator: Estimator, arrival: Arrival, constants: CostConstants | None = None, dp_limit: int = DP_LIMIT) -> None:
+        super().__init__(estimator, constants, dp_limit)
+        self.arrival = arrival
+        self.tvr_estimator = TvrEstimator(estimator, arrival.fraction)
+
+    def _derive(self, expr: LogicalPlan, inputs: list[RelStats]) -> RelStats:
+        if isinstance(expr, PartialAggregate):
+            return super()._derive(expr, inputs)
+        return self.tvr_estimator.derive(expr, inputs)
+
+    def plan_standing(
+        self,
+        query: Query,
+        sql: str,
+        time_points: TimePoints,
+        objective: Objective,
+        method: str = "auto",
+        disabled: Iterable[str] = (),
+        output: str = "snapshot",
+    ) -> MultiTimePlan:
+        """The cheapest plan of ``query`` over ``time_points`` with the rules of ``method``.
+
+        ``output="snapshot"`` delivers ``SS[v]`` at each delivery ``v``; ``output="delta"``
+        delivers the change since the previous time point, ``SD[v-1,v]`` (a Z-set with the
+        multiplicity column ``__m``)."""
+        if output not in ("snapshot", "delta"):
+            raise TempuraError(f"unknown output mode '{output}' (known: snapshot, delta)")
+        if objective.k != time_points.k:
+            raise TempuraError(f"the objective has {objective.k} weights for {time_points.k} time points")
+        off = set(disabled)
+        tvr_off = off & set(RULE_NAMES)
+        off_classic = self.check_rules(off - tvr_off)
+        started = time.perf_counter()
+        memo, root, _ = self.explore(query, off_classic, None, [])
+        template = memo.size()
+        expansion = Expansion(memo, time_points.k, rules_for(method, tvr_off), lambda scan: self.arrival.insert_only(scan.table), root,
+                              forced=method not in ("auto", "batch"))
+        roots: dict[int, int] = {}
+        for v in time_points.deliver:
+            ref = expansion.ss(root, v) if output == "snapshot" else expansion.sd(root, v)
+            if ref is None:
+                raise TempuraError(f"no rule of method {method} computes the query's {output} at t{v}")
+            roots[v] = ref.group
+        expanded = time.perf_counter()
+        search = Search(memo, TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic)))
+        for v, group in roots.items():
+            if search.optimize(group, Props(time=v)) is None:
+                raise TempuraError(f"no plan delivers the result at t{v} with method {method} and the rules disabled")
+        extractor = Extractor(memo, search, expansion, self.costs.state_write, self.costs.state_read, objective)
+        for v, group in roots.items():
+            extractor.deliver(group, v)
+        fragments = sorted(extractor.fragments.values(), key=lambda f: (f.time, int(f.id[1:])))
+        groups, exprs = memo.size()
+        notes = [f"{op}: {why}" for op, why in sorted(expansion.report.recompute.items())]
+        return MultiTimePlan(
+            query=query,
+            sql=sql,
+            time_points=time_points,
+            objective=objective,
+            method=method,
+            fragments=fragments,
+            states=list(extractor.states.values()),
+            cost=sum((f.cost for f in fragments), CostVector.zero(objective)),
+            deliveries={v: extractor.fragments[(memo.find(g), Props(time=v))].id for v, g in roots.items()},
+            notes=notes,
+            output=output,
+            search={
+                "template_groups": template[0],
+                "groups": groups,
+                "expressions": exprs,
+                "forms": expansion.report.forms,
+                "tvr_rule_firings": dict(sorted(expansion.report.firings.items())),
+                "alternatives": search.stats.alternatives,
+                "winners": search.winner_count,
+                "expand_seconds": expanded - started,
+                "seconds": time.perf_counter() - started,
+            },
+        )
+
+
+@dataclass
+class _Building:
+    """What one fragment collects while its plan is built."""
+
+    id: str
+    time: int
+    cost: CostVector
+    sources: set[SourceRead] = field(default_factory=set)
+    states: set[str] = field(default_factory=set)
+    methods: set[str] = field(default_factory=set)
+
+
+class Extractor:
+    """Turns the search's winners into fragments and kept states."""
+
+    def __init__(self, memo: Memo, search: Search, expansion: Expansion, save: Callable[[RelStats], object], load: Callable[[RelStats], object], objective: Objective) -> None:
+        self.memo = memo
+        self.search = search
+        self.expansion = expansion
+        self.save = save
+        self.load = load
+        self.objective = objective
+        self.fragments: dict[tuple[int, Props], Fragment] = {}
+        self.states: dict[str, KeptState] = {}
+        self._next = 0
+        self._forms = {self.memo.find(g): f"{f} of G{t}" for (t, f), g in expansion._forms.items()}
+
+    def deliver(self, group: int, time: int) -> Fragment:
+        fragment = self.fragment(group, Props(time=time))
+        fragment.delivers = True
+        return fragment
+
+    def fragment(self, group: int, props: Props) -> Fragment:
+        group = self.memo.find(group)
+        key = (group, props)
+        made = self.fragments.get(key)
+        if made is not None:
+            return made
+        self._next += 1
+        building = _Building(f"f{self._next}", props.time, CostVector.zero(self.objective))
+        hints: dict[LogicalPlan, JoinHint] = {}
+        lines: list[str] = []
+        plan = self._build(group, props, building, hints, lines, 0)
+        plan = _in_order(plan, list(self.memo.group(group).schema.names))
+        method = max(building.methods or {"batch"}, key=METHOD_ORDER.index)
+        fragment = Fragment(
+            id=building.id,
+            time=props.time,
+            method=method,
+            form=self._forms.get(group, f"G{group}"),
+            plan=plan,
+            hints=hints,
+            sources=tuple(sorted(building.sources, key=lambda r: r.view)),
+            states=tuple(sorted(building.states)),
+            rows=self.memo.group(group).stats.rows,
+            cost=building.cost,
+            physical="\n".join(lines),
+        )
+        self.fragments[key] = fragment
+        return fragment
+
+    def _keep(self, producer: Fragment, group: int) -> KeptState:
+        if producer.keeps is None:
+            stats = self.memo.group(group).stats
+            producer.keeps = f"s{len(self.states) + 1}"
+            producer.cost = producer.cost + CostVector.at(producer.time, self.save(stats), self.objective)  # type: ignore[arg-type]
+            self.states[producer.keeps] = KeptState(producer.keeps, producer.time, [], [], stats.rows, stats.bytes, producer.form)
+        return self.states[producer.keeps]
+
+    def _build(self, group: int, props: Props, into: _Building, hints: dict[LogicalPlan, JoinHint], lines: list[str], depth: int) -> LogicalPlan:
+        won = self.search.winner(group, props) or self.search.optimize(group, props)
+        if won is None:
+            raise TempuraError(f"internal: no winner for G{group} under {props}")
+        alt = won.alternative
+        stats = self.memo.group(group).stats
+        if alt.operator == LOAD:
+            child, child_props = alt.children[0]
+            producer = self.fragment(child, child_props)
+            state = self._keep(producer, child)
+            state.read_by.append(into.id)
+            state.read_at.append(into.time)
+            into.states.add(state.id)
+            into.cost = into.cost + CostVector.at(into.time, self.load(stats), self.objective)  # type: ignore[arg-type]
+            lines.append(f"{'  ' * depth}LoadState {state.id} (saved by {producer.id} at t{producer.time}) rows={stats.rows:.4g}")
+            return StateRead(state.id, tuple(self.memo.group(child).schema.fields)).lower([])
+        own = alt.own
+        assert isinstance(own, CostVector)
+        into.cost = into.cost + own
+        lines.append(f"{'  ' * depth}{alt.operator} {alt.details}  rows={stats.rows:.4g} cost={own}")
+        children = [self._build(c, p, into, hints, lines, depth + 1) for c, p in alt.children]
+        if alt.logical is None:  # an enforcer or a partial aggregate: the plan is its input's
+            return children[0]
+        origin = self.expansion.origin.get(self.memo.canonical(alt.logical))
+        if origin is not None:
+            into.methods.add(RULE_METHOD[origin])
+        if isinstance(alt.logical, SourceRead):
+            into.sources.add(alt.logical)
+            return alt.logical.lower([])
+        plan = _fill(alt.logical, iter(children))
+        if alt.hint is not None:
+            strategy, side = alt.hint.split(":")
+            hints[plan] = (strategy, side)
+        return plan
+
+
+def _fill(template: LogicalPlan, children: Iterable[LogicalPlan]) -> LogicalPlan:
+    """``template`` with its group references replaced, in order, by ``children``."""
+    it = iter(children)
+
+    def fill(node: LogicalPlan) -> LogicalPlan:
+        if isinstance(node, GroupRef):
+            return next(it)
+        if not node.inputs:
+            return node
+        filled = [fill(c) for c in node.inputs]
+        if isinstance(node, SetOperation):  # positional: keep each input's column order
+            filled = [_in_order(f, list(c.schema.names)) for f, c in zip(filled, node.inputs)]
+        return node.with_inputs(*filled)
+
+    return fill(template)
+
+
+def best_of(plans: dict[str, MultiTimePlan]) -> MultiTimePlan:
+    """``auto``'s plan: the lowest objective among ``plans`` (ties: less total work, then the
+    order of the methods)."""
+    order = list(METHODS)
+    return min(plans.values(), key=lambda p: (round(p.cost.weighted, 3), round(p.cost.work, 3), order.index(p.method) if p.method in order else 0))
+
+
+__all__ = ["Arrival", "Extractor", "IncrementalPlanner", "best_of", "rule_names"]

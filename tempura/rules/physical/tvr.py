@@ -1,0 +1,119 @@
+"""Physical planning over time: TVR operators on Spark, execution times, saving and loading.
+
+:class:`TimedImplementer` wraps the Spark implementer for multi-time-point plans. Every required
+property carries the time point at which the consumer runs (:attr:`Props.time`):
+
+- an operator runs at its consumer's time ``τ``, and only if ``τ`` is at or after the newest
+  version its group reads (a fragment reading ``SD[i-1,i]`` or ``SS[i]`` runs at ``t_i`` or
+  later); its inputs are required at ``τ`` too, and its own cost lands in entry ``τ`` of the cost
+  vector;
+- the ``load`` enforcer offers every group at ``τ`` as computed at an earlier ``τ' ≥`` its
+  version, saved at ``τ'`` (a write, in entry ``τ'``) and read back at ``τ`` (in entry ``τ``):
+  the seed's compute / save / load choice, made per group by the same cost-bounded search.
+
+TVR operators reach the memo lowered to the ordinary operators (a consolidation, a partial
+aggregation and a merge of partial states are aggregates; a ``+#`` is a union, or a
+consolidation followed by ``Repeat``), which the Spark implementer plans and costs. What is left
+here: a source read, a file scan of the interval's rows; and ``Repeat``, Spark's ``explode``
+of each row's count.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tempura.algebra import LogicalPlan, Repeat
+from tempura.cost.model import Cost
+from tempura.cost.operators import SparkCosts
+from tempura.cost.vector import CostVector, Objective
+from tempura.memo import Alternative, Group, GroupRef, Memo
+from tempura.memo.properties import NO_PROPS, Props
+from tempura.rules.physical.implementer import SparkImplementer
+from tempura.rules.tvr.expansion import available
+from tempura.stats.relation import RelStats
+from tempura.tvr.operators import SourceRead
+
+LOAD = "LoadState"
+
+
+def _any(_delivered: list[Props]) -> Props:
+    return NO_PROPS
+
+
+class TimedImplementer:
+    """Alternatives with execution times and cost vectors, plus the ``load`` enforcer."""
+
+    def __init__(self, memo: Memo, costs: SparkCosts, objective: Objective, inner: SparkImplementer) -> None:
+        self.memo = memo
+        self.costs = costs
+        self.objective = objective
+        self.inner = inner
+        self._available: dict[int, int] = {}
+
+    def available(self, group: int) -> int:
+        return available(self.memo, group, self._available)
+
+    def implement(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        time = required.time
+        if time < self.available(group.id):
+            return []
+        untimed = required.at(0)
+        if isinstance(expr, (SourceRead, Repeat)):
+            alternatives: Sequence[Alternative] = self._tvr(group, expr)
+        else:
+            alternatives = self.inner.implement(group, expr, untimed)
+        return [self._at(a, time) for a in alternatives]
+
+    def enforce(self, group: Group, required: Props) -> Sequence[Alternative]:
+        time = required.time
+        if time < self.available(group.id):
+            return []
+        out = [self._at(a, time) for a in self.inner.enforce(group, required.at(0))]
+        if required.is_any:
+            out.extend(self._loads(group, time))
+        return out
+
+    def _at(self, alt: Alternative, time: int) -> Alternative:
+        own = alt.own if isinstance(alt.own, CostVector) else CostVector.at(time, alt.own, self.objective)
+        return Alternative(
+            alt.operator,
+            alt.details,
+            tuple((child, props.at(time)) for child, props in alt.children),
+            own,  # type: ignore[arg-type]
+            alt.deliver,
+            alt.logical,
+            alt.hint,
+            alt.rule,
+            alt.enforcer,
+            alt.passthrough,
+        )
+
+    def _loads(self, group: Group, time: int) -> list[Alternative]:
+        stats = group.stats
+        save, load = self.costs.state_write(stats), self.costs.state_read(stats)
+        out = []
+        for earlier in range(self.available(group.id), time):
+            own = CostVector.at(earlier, save, self.objective) + CostVector.at(time, load, self.objective)
+            out.append(
+                Alternative(LOAD, f"saved at t{earlier}", ((group.id, NO_PROPS.at(earlier)),), own.with_rows(stats.rows),  # type: ignore[arg-type]
+                            _any, None, None, "load-state", enforcer=True)
+            )
+        return out
+
+    def _stats(self, ref: LogicalPlan) -> RelStats:
+        assert isinstance(ref, GroupRef)
+        return self.memo.group(ref.group).stats
+
+    def _children(self, expr: LogicalPlan) -> tuple[tuple[int, Props], ...]:
+        return tuple((self.memo.find(c.group), NO_PROPS) for c in expr.inputs if isinstance(c, GroupRef))
+
+    def _tvr(self, group: Group, expr: LogicalPlan) -> list[Alternative]:
+        c = self.costs
+        out = group.stats
+        if isinstance(expr, SourceRead):
+            own = c.scan(out)
+        else:
+            assert isinstance(expr, Repeat)
+            own = c.project(self._stats(expr.input), 1)
+        return [Alternative(expr.operator, expr.details(), self._children(expr), Cost(own.cpu, own.io, own.network, out.rows),
+                            _any, expr, rule=expr.operator)]

@@ -1,0 +1,89 @@
+"""The TVR rules, one named rule per rewrite, and the incremental methods as rule selections.
+
+| family | rules |
+|---|---|
+| generating, snapshots | ``tvr-snapshot-scan``, ``tvr-snapshot`` (recompute: always on) |
+| generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-union`` |
+| outer-join view maintenance | ``tvr-delta-outer-join`` |
+| aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize`` |
+| intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
+| higher-order deltas | ``tvr-delta-merge-inner`` |
+| inter-TVR, streaming | ``tvr-streaming-outer-join-split``, ``tvr-streaming-aggregate-split``, ``tvr-streaming-accumulate`` |
+
+Forcing a method (``--method ivm``) selects the rules of that method; ``auto`` has them all, so
+each forced method's plans are in ``auto``'s space.
+"""
+
+from __future__ import annotations
+
+from tempura.errors import TempuraError
+from tempura.rules.tvr.aggregate import FinalizeSnapshot, PartialSnapshotRule, ValueDeltaMerge, ValueDeltaRule
+from tempura.rules.tvr.base import TvrRule
+from tempura.rules.tvr.expansion import Expansion, ExpansionReport, available
+from tempura.rules.tvr.generating import (
+    DeltaFilter,
+    DeltaJoin,
+    DeltaOuterJoin,
+    DeltaProject,
+    DeltaScan,
+    DeltaUnion,
+    SnapshotOperator,
+    SnapshotScan,
+)
+from tempura.rules.tvr.intra import DeltaMerge, DeltaMergeInner, SnapshotToDelta, StreamingAccumulate
+from tempura.rules.tvr.streaming import StreamingAggregateSplit, StreamingOuterJoinSplit
+
+RULES: tuple[TvrRule, ...] = (
+    SnapshotScan(),
+    SnapshotOperator(),
+    DeltaScan(),
+    DeltaFilter(),
+    DeltaProject(),
+    DeltaJoin(),
+    DeltaUnion(),
+    DeltaOuterJoin(),
+    PartialSnapshotRule(),
+    ValueDeltaRule(),
+    StreamingOuterJoinSplit(),
+    StreamingAggregateSplit(),
+    ValueDeltaMerge(),
+    FinalizeSnapshot(),
+    DeltaMerge(),
+    DeltaMergeInner(),
+    StreamingAccumulate(),
+    SnapshotToDelta(),
+)
+
+RULE_NAMES = tuple(r.name for r in RULES)
+
+_BATCH = {"tvr-snapshot-scan", "tvr-snapshot"}
+_DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-join", "tvr-delta-union"}
+_AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize"}
+_IVM = _BATCH | _DELTAS | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta"}
+_OJV = _IVM | {"tvr-delta-outer-join"}
+
+METHODS: dict[str, frozenset[str]] = {
+    "batch": frozenset(_BATCH),
+    "ivm": frozenset(_IVM),
+    "ojv": frozenset(_OJV),
+    "higher-order": frozenset(_OJV | {"tvr-delta-merge-inner"}),
+    "streaming": frozenset(
+        _BATCH | _DELTAS | _AGGREGATES
+        | {"tvr-streaming-outer-join-split", "tvr-streaming-aggregate-split", "tvr-streaming-accumulate"}
+    ),
+    "auto": frozenset(RULE_NAMES),
+}
+
+
+def rules_for(method: str, disabled: set[str] | frozenset[str] = frozenset()) -> list[TvrRule]:
+    """The rules of ``method`` minus ``disabled`` (names checked)."""
+    if method not in METHODS:
+        raise TempuraError(f"unknown method '{method}' (known: {', '.join(METHODS)})")
+    unknown = set(disabled) - set(RULE_NAMES)
+    if unknown:
+        raise TempuraError(f"unknown TVR rule(s): {', '.join(sorted(unknown))} (known: {', '.join(RULE_NAMES)})")
+    chosen = METHODS[method] - set(disabled)
+    return [r for r in RULES if r.name in chosen]
+
+
+__all__ = ["METHODS", "RULES", "RULE_NAMES", "Expansion", "ExpansionReport", "TvrRule", "available", "rules_for"]

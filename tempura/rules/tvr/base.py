@@ -1,0 +1,30 @@
+"""The shape of a TVR rule: a named rewrite that computes one form of a TVR."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from tempura.algebra import LogicalPlan
+from tempura.tvr.forms import Form, FormKind
+
+if TYPE_CHECKING:
+    from tempura.rules.tvr.expansion import Expansion
+
+
+class TvrRule:
+    """A rewrite computing ``produces``-forms of a template group.
+
+    ``phase`` is ``generating`` (from the inputs' forms) or ``intra`` (from other forms of the same
+    TVR); ``per_expression`` rules are tried on each logical expression of the group, the others
+    once per group (``expr`` is then ``None``). ``method`` is the incremental method the rewrite
+    belongs to, which labels the fragments it ends up in.
+    """
+
+    name: ClassVar[str]
+    produces: ClassVar[FormKind]
+    phase: ClassVar[str] = "generating"
+    per_expression: ClassVar[bool] = True
+    method: ClassVar[str] = "ivm"
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        raise NotImplementedError

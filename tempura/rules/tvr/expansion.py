@@ -1,0 +1,272 @@
+"""TVR expansion: the memo groups for the forms a plan needs, built by the TVR rules.
+
+The logical memo (after join exploration) is the *template*: each of its groups is a relation
+over all the data. A TVR meta-set per template group links the groups that compute its forms —
+``SS[v]``, ``SD[v-1,v]``, ``PS[v]``, ``VD[v-1,v]`` (:mod:`tempura.tvr.forms`). A form's group is
+made on first request: every enabled rule for that form kind is tried on every logical
+expression of the template group, and what the rules return (operators over the groups of other
+forms, which are requested in turn) is inserted into one memo group.
+
+Rules come in two phases, as the Tempura seed's families do:
+
+- *generating* rules derive a form from the forms of the operator's **inputs** (the snapshot of a
+  join is the join of the inputs' snapshots; its delta is ``ΔS ⋈ R_i + S_j ⋈ ΔR``);
+- *intra-TVR* rules relate forms of the **same** TVR (``SS[v] = SS[v-1] +# SD[v-1,v]``) and run
+  once the form's group exists, so that the cycles they describe (a snapshot from a delta that is
+  itself the difference of two snapshots) are edges in the memo, never infinite recursion. A form
+  requested while its own group is still being made yields nothing for that rule.
+
+Forms of different versions have the same structure shifted in time. With ``copy=True`` the
+expansion builds one snapshot and one delta by rules, then makes every other version by copying
+that structure with versions substituted (:meth:`Expansion.copy_version`): the translational
+symmetry of the Tempura seed. Both ways give the same memo; ``tempura plan --trace`` and the
+benchmark compare their speed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from tempura.algebra import Aggregate, Distinct, LogicalPlan, Scan
+from tempura.memo import GroupRef, Memo, TvrMetaSet
+from tempura.tvr.forms import Delta, Form, FormKind, PartialSnapshot, Snapshot, ValueDelta
+from tempura.tvr.operators import SourceRead, TvrOperator, lower_plan
+
+if TYPE_CHECKING:
+    from tempura.rules.tvr import TvrRule
+
+
+@dataclass
+class ExpansionReport:
+    """What the expansion did: forms made, rules fired, constructs that forced a recompute."""
+
+    forms: int = 0
+    firings: dict[str, int] = field(default_factory=dict)
+    recompute: dict[str, str] = field(default_factory=dict)  # operator description -> why
+
+    def fired(self, rule: str) -> None:
+        self.firings[rule] = self.firings.get(rule, 0) + 1
+
+
+class Expansion:
+    """Makes and remembers the groups of TVR forms of template groups."""
+
+    def __init__(
+        self,
+        memo: Memo,
+        k: int,
+        rules: Sequence[TvrRule],
+        insert_only: Callable[[Scan], bool],
+        root: int,
+        forced: bool = False,
+    ) -> None:
+        self.memo = memo
+        self.k = k
+        self.rules = list(rules)
+        self.enabled = {r.name for r in rules}
+        self.source_insert_only = insert_only
+        self.root = memo.find(root)
+        self.report = ExpansionReport()
+        self.origin: dict[LogicalPlan, str] = {}  # memo expression -> the rule that made it
+        self._forms: dict[tuple[int, Form], int] = {}
+        self._building: set[tuple[int, Form]] = set()
+        self._meta: dict[int, TvrMetaSet] = {}
+        self._template: set[int] = {g.id for g in memo.groups}
+        self._unit: dict[int, bool] = {}
+        self._spine = self._root_spine()
+        self.forced = forced
+        self._top = self._top_of_spine()
+
+    # -- queries rules ask ---------------------------------------------------------------------
+
+    def template_exprs(self, group: int) -> list[LogicalPlan]:
+        """The logical expressions of a template group (what rules rewrite)."""
+        return [e for e in self.memo.group(group).exprs if not isinstance(e, (GroupRef, TvrOperator))]
+
+    def child(self, ref: LogicalPlan) -> int:
+        assert isinstance(ref, GroupRef)
+        return self.memo.find(ref.group)
+
+    def unit_delta(self, group: int) -> bool:
+        """Whether the deltas of ``group`` are insert-only with every multiplicity exactly +1
+        (so that ``+#`` is a union): sources without deletions, through filters, projections,
+        inner joins and unions all."""
+        from tempura.algebra import Filter, Join, JoinKind, Project, Union
+
+        group = self.memo.find(group)
+        known = self._unit.get(group)
+        if known is not None:
+            return known
+        self._unit[group] = False  # cycles: assume not until proven
+        result = True
+        for expr in self.template_exprs(group):
+            if isinstance(expr, Scan):
+                ok = self.source_insert_only(expr)
+            elif isinstance(expr, (Filter, Project)):
+                ok = self.unit_delta(self.child(expr.inputs[0]))
+            elif isinstance(expr, Join) and expr.kind in (JoinKind.INNER, JoinKind.CROSS):
+                ok = all(self.unit_delta(self.child(c)) for c in expr.inputs)
+            elif isinstance(expr, Union) and expr.all:
+                ok = all(self.unit_delta(self.child(c)) for c in expr.inputs)
+            else:
+                ok = False
+            result = result and ok
+        self._unit[group] = result
+        return result
+
+    def on_spine(self, group: int) -> bool:
+        """Whether ``group`` is the root or reached from it through unary operators only: where
+        classic IVM keeps and maintains the view."""
+        return self.memo.find(group) in self._spine
+
+    def _root_spine(self) -> set[int]:
+        from tempura.algebra import Filter, Limit, Project, Sort
+
+        spine = {self.root}
+        frontier = [self.root]
+        while frontier:
+            g = frontier.pop()
+            for e in self.template_exprs(g):
+                if isinstance(e, (Project, Filter, Sort, Limit)):
+                    c = self.child(e.inputs[0])
+                    if c not in spine:
+                        spine.add(c)
+                        frontier.append(c)
+        return spine
+
+    def _top_of_spine(self) -> int | None:
+        """The highest group of the spine that is not a unary pass-through: where a forced
+        incremental method must not fall back to recompute."""
+        from tempura.algebra import Filter, Limit, Project, Sort
+
+        group: int | None = self.root
+        while group is not None:
+            exprs = self.template_exprs(group)
+            step = next((e for e in exprs if isinstance(e, (Project, Filter, Sort, Limit))), None)
+            if step is None:
+                return group
+            group = self.child(step.inputs[0])
+        return None
+
+    def recompute_allowed(self, group: int, form: Form) -> bool:
+        """Under a forced incremental method, the view's snapshots (and an aggregate view's
+        partial states) after the first come from its incremental rules; recompute stays the
+        fallback when there are none."""
+        kinds = (FormKind.SNAPSHOT, FormKind.PARTIAL)
+        return not (self.forced and form.kind in kinds and form.end > 1 and self.memo.find(group) == self._top)
+
+    def aggregate_of(self, group: int) -> Aggregate | Distinct | None:
+        for e in self.template_exprs(group):
+            if isinstance(e, (Aggregate, Distinct)):
+                return e
+        return None
+
+    # -- forms ---------------------------------------------------------------------------------
+
+    def ss(self, group: int, version: int) -> GroupRef | None:
+        return self.form(group, Snapshot(version))
+
+    def sd(self, group: int, version: int) -> GroupRef | None:
+        """``SD[version-1, version]``."""
+        return self.form(group, Delta(version - 1, version))
+
+    def ps(self, group: int, version: int) -> GroupRef | None:
+        return self.form(group, PartialSnapshot(version))
+
+    def vd(self, group: int, version: int) -> GroupRef | None:
+        return self.form(group, ValueDelta(version - 1, version))
+
+    def meta(self, group: int) -> TvrMetaSet:
+        group = self.memo.find(group)
+        meta = self._meta.get(group)
+        if meta is None:
+            meta = self._meta[group] = self.memo.new_tvr_set()
+        return meta
+
+    def form(self, group: int, form: Form) -> GroupRef | None:
+        """The group computing ``form`` of template ``group`` (made on first request); ``None``
+        when no enabled rule can compute it, or when it is being made right now."""
+        group = self.memo.find(group)
+        key = (group, form)
+        made = self._forms.get(key)
+        if made is not None:
+            return self.memo.ref(made)
+        if key in self._building:
+            return None
+        self._building.add(key)
+        try:
+            skip_batch = not self.recompute_allowed(group, form)
+            for phase in ("generating", "intra"):
+                for rule in self.rules:
+                    if rule.produces is not form.kind or rule.phase != phase:
+                        continue
+                    if skip_batch and rule.method == "batch":
+                        continue
+                    for expr in self.template_exprs(group) if rule.per_expression else [None]:
+                        for plan in rule.apply(self, group, expr, form):
+                            self._insert(key, plan, rule.name)
+            if skip_batch and key not in self._forms:
+                exprs = self.template_exprs(group)
+                if exprs:
+                    self.note_recompute(exprs[0], "no incremental rule applies: the view is recomputed")
+                for rule in self.rules:
+                    if rule.produces is form.kind and rule.method == "batch":
+                        for expr in self.template_exprs(group):
+                            for plan in rule.apply(self, group, expr, form):
+                                self._insert(key, plan, rule.name)
+        finally:
+            self._building.discard(key)
+        made = self._forms.get(key)
+        return None if made is None else self.memo.ref(made)
+
+    def _insert(self, key: tuple[int, Form], plan: LogicalPlan, rule: str) -> None:
+        group, form = key
+        target = self._forms.get(key)
+        before = self.memo.size()
+        # TVR operators enter the memo as the ordinary operators they lower to, so that the
+        # ordinary physical rules implement and cost them as Spark runs them
+        plan = lower_plan(plan, keep_reads=True)
+        made = self.memo.insert(plan, into=target)
+        if target is None:
+            made = self.memo.link_tvr(self.meta(group), form, made)
+            self._forms[key] = made
+            self.report.forms += 1
+        else:
+            self._forms[key] = self.memo.find(made)
+        if self.memo.size() != before:
+            self.report.fired(rule)
+            root = plan if isinstance(plan, GroupRef) else self.memo.canonical(self._registered(plan))
+            self.origin.setdefault(root, rule)
+
+    def _registered(self, plan: LogicalPlan) -> LogicalPlan:
+        """``plan``'s root as the memo holds it (inputs as group references)."""
+        refs = [self.memo.ref(self.memo.insert(c)) for c in plan.inputs]
+        return plan.with_inputs(*refs) if refs else plan
+
+    def forms_of(self, group: int) -> dict[Form, int]:
+        group = self.memo.find(group)
+        return {f: self.memo.find(g) for (t, f), g in self._forms.items() if self.memo.find(t) == group}
+
+    def note_recompute(self, expr: LogicalPlan, why: str) -> None:
+        self.report.recompute.setdefault(f"{expr.operator} {expr.details()}".strip(), why)
+
+    def available(self, group: int) -> int:
+        """The first time point at which ``group`` can be computed: the newest version it reads."""
+        return available(self.memo, group)
+
+
+def available(memo: Memo, group: int, cache: dict[int, int] | None = None) -> int:
+    """The newest source version any expression of ``group`` reads (1 for constants)."""
+    cache = {} if cache is None else cache
+    group = memo.find(group)
+    known = cache.get(group)
+    if known is not None:
+        return known
+    expr = memo.group(group).exprs[0]
+    if isinstance(expr, SourceRead):
+        result = max(expr.end, 1)
+    else:
+        result = max((available(memo, c.group, cache) for c in expr.inputs if isinstance(c, GroupRef)), default=1)
+    cache[group] = result
+    return result

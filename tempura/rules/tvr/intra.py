@@ -1,0 +1,105 @@
+"""Intra-TVR rules: relations between the forms of one TVR.
+
+- *delta merge*: ``SS[v] = SS[v-1] +# SD[v-1,v]`` — maintaining a kept snapshot. Classic IVM
+  maintains only the view itself (the root and the unary operators above its last join or
+  aggregate); maintaining inner results too is the higher-order (DBToaster-style) method: a
+  delta then probes one kept join state instead of recomputing several snapshots.
+- *snapshot to delta*: ``SD[v-1,v] = SS[v] +# (−SS[v-1])`` — the delta of any relation is the
+  difference of two snapshots. It is how a subtree without a delta rule (a window, a
+  ``LIMIT`` below the top, a semi-join) still feeds incremental operators above it, by
+  recomputing that subtree; ``tempura plan`` names the construct that forced it.
+"""
+
+from __future__ import annotations
+
+from tempura.algebra import Limit, LogicalPlan, Scan, Sort, Union
+from tempura.rules.tvr.base import TvrRule
+from tempura.rules.tvr.expansion import Expansion
+from tempura.tvr.forms import Form, FormKind
+from tempura.tvr.operators import Consolidate, ToDelta, ZApply
+from tempura.tvr.zset import MULT_FIELD
+
+
+def _orderless(x: Expansion, group: int) -> bool:
+    """Whether the group's rows have no order to keep (a merge would lose a sort's order)."""
+    return not any(isinstance(e, (Sort, Limit)) for e in x.template_exprs(group))
+
+
+def _merge(x: Expansion, group: int, form: Form) -> list[LogicalPlan]:
+    if form.end < 2 or not _orderless(x, group):
+        return []
+    if any(isinstance(e, Scan) for e in x.template_exprs(group)):
+        return []  # a source's snapshot is read as it is
+    if x.aggregate_of(group) is not None:
+        return []  # an aggregate is maintained through its partial states
+    old, delta = x.ss(group, form.end - 1), x.sd(group, form.end)
+    if old is None or delta is None:
+        return []
+    return [ZApply(old, delta, unit=x.unit_delta(group))]
+
+
+class DeltaMerge(TvrRule):
+    """``SS[v] ⇒ SS[v-1] +# SD[v-1,v]`` for the view itself (classic IVM)."""
+
+    name = "tvr-delta-merge"
+    produces = FormKind.SNAPSHOT
+    phase = "intra"
+    per_expression = False
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        return _merge(x, group, form) if x.on_spine(group) else []
+
+
+class DeltaMergeInner(TvrRule):
+    """``SS[v] ⇒ SS[v-1] +# SD[v-1,v]`` for a result inside the plan: a kept, maintained
+    auxiliary state (higher-order deltas)."""
+
+    name = "tvr-delta-merge-inner"
+    produces = FormKind.SNAPSHOT
+    phase = "intra"
+    per_expression = False
+    method = "higher-order"
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        return [] if x.on_spine(group) else _merge(x, group, form)
+
+
+class StreamingAccumulate(TvrRule):
+    """``SS[v] ⇒ SS[v-1] ⊎ SD+[v-1,v]`` when every delta of the relation is insert-only with
+    multiplicity 1: the streaming ``QP`` part, whose rows are emitted as they arrive and never
+    retracted."""
+
+    name = "tvr-streaming-accumulate"
+    produces = FormKind.SNAPSHOT
+    phase = "intra"
+    per_expression = False
+    method = "streaming"
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        return _merge(x, group, form) if x.unit_delta(group) else []
+
+
+class SnapshotToDelta(TvrRule):
+    """``SD[v-1,v] ⇒ Consolidate(SS[v] ⊎ −SS[v-1])`` (``SD[0,1] ⇒ SS[1]`` as a delta)."""
+
+    name = "tvr-snapshot-to-delta"
+    produces = FormKind.DELTA
+    phase = "intra"
+    per_expression = False
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        if x.unit_delta(group):
+            return []  # its generating rules give the delta with every multiplicity 1
+        exprs = x.template_exprs(group)
+        if not x.forms_of(group).get(form) and exprs:
+            x.note_recompute(exprs[0], "no delta rule: its delta is the difference of two recomputed snapshots")
+        new = x.ss(group, form.end)
+        if new is None:
+            return []
+        if form.end == 1:
+            return [ToDelta(new, 1)]
+        old = x.ss(group, form.end - 1)
+        if old is None:
+            return []
+        fields = tuple(new.schema.fields) + (MULT_FIELD,)
+        return [Consolidate(Union(ToDelta(new, 1), ToDelta(old, -1), True, fields))]

@@ -1,0 +1,554 @@
+"""The YAML spec of a standing query: its file format, validation, and the values read from it.
+
+A spec names the query, its sources, the schedule and the objective::
+
+    name: gross_by_category
+    query: |                          # or query_file: query.sql (relative to this file)
+      SELECT category, SUM(price) AS gross FROM sales GROUP BY category
+    dialect: spark                    # optional; any sqlglot dialect
+    sources:
+      sales:
+        path: data/sales              # relative to this file's folder, or any URI Spark reads
+        format: parquet               # parquet | csv | json | orc
+        options: {}                   # optional, passed to Spark's reader
+        schema: {o_id: string}        # optional
+        arrival: {column: arrived_at} # the column holding each row's arrival time
+        changes: {op_column: _op}     # optional change data; delete_values default to ["D"]
+        expected: [0.5, 0.5]          # optional: share of the rows per interval (sum <= 1),
+                                      # or {rows: [1000, 1200]}
+    schedule:
+      at: ["2026-11-22T06:00:00", "2026-11-22T12:00:00"]
+      # or: start: "2026-11-22T00:00:00", every: 6h, points: 4  (t_i = start + i*every)
+      deliver: last                   # last | every | [1-based indices]
+    objective:
+      preset: deadline                # deadline | total; or weights: [0.1, 0.1, 1]
+
+pydantic checks each key's shape (unknown keys are errors); the rules that tie keys together
+(one query, increasing time points, one weight per time point, …) are checked after it. Every
+error is a :class:`SpecError` whose one-line message names the file, the line and the key path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Mapping, NoReturn, Sequence
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
+from sqlglot.dialects.dialect import Dialects
+
+from tempura.catalog import Catalog, Format, TableSource
+from tempura.errors import TempuraError
+from tempura.tvr.arrival import ArrivalModel, SourceArrival
+from tempura.tvr.time import TimePoints, TimeValue
+from tempura.yamlfile import KeyPath, YamlDocument, load_yaml
+
+# Under the ``deadline`` preset, work before the last time point costs this much per unit: idle
+# hours are nearly free, yet among plans equal at the deadline the one doing less work wins.
+DEADLINE_EPSILON = 1e-3
+
+_DURATION = re.compile(r"(\d+)\s*([wdhms])")
+_DURATION_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class SpecError(TempuraError):
+    """The spec file of a standing query is missing, malformed or inconsistent."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Values that YAML does not type for us: time points, durations, numbers, reader options.
+
+
+def parse_time_value(raw: object) -> TimeValue:
+    """A time point from YAML: an integer, a date or a timestamp (also as ISO text)."""
+    if isinstance(raw, bool):
+        raise ValueError(f"{raw!r} is not a time point (an integer, an ISO date or an ISO timestamp)")
+    if isinstance(raw, (int, dt.date)):  # dt.datetime is a dt.date
+        return raw
+    if isinstance(raw, str):
+        text = raw.strip()
+        try:
+            if _ISO_DATE.fullmatch(text):
+                return dt.date.fromisoformat(text)
+            return dt.datetime.fromisoformat(text)
+        except ValueError:
+            pass
+    raise ValueError(f"{raw!r} is not a time point (an integer, an ISO date or an ISO timestamp)")
+
+
+def parse_duration(raw: object) -> dt.timedelta | int:
+    """``every``: a duration such as ``6h``, ``30m``, ``1d``, ``90s``, ``1h30m`` (units w, d, h,
+    m, s), or a positive integer step between integer time points."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if raw <= 0:
+            raise ValueError(f"the step must be positive, not {raw}")
+        return raw
+    text = raw.strip().lower() if isinstance(raw, str) else ""
+    parts = _DURATION.findall(text)
+    if not text or _DURATION.sub("", text).strip():
+        raise ValueError(f"{raw!r} is not a duration such as 6h, 30m, 1d or 90s")
+    duration = sum((dt.timedelta(**{_DURATION_UNITS[unit]: int(n)}) for n, unit in parts), dt.timedelta())
+    if duration <= dt.timedelta():
+        raise ValueError(f"the duration must be positive, not {raw!r}")
+    return duration
+
+
+def _number(raw: object) -> float:
+    # pydantic's lax floats take True and "0.5"; in a spec those are mistakes.
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise ValueError(f"{raw!r} is not a number")
+    if not math.isfinite(raw):
+        raise ValueError(f"{raw!r} is not a finite number")
+    return float(raw)
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
+def _reader_options(raw: object) -> object:
+    if not isinstance(raw, dict):
+        return raw  # pydantic reports the wrong type
+    options = {}
+    for key, value in raw.items():
+        if isinstance(value, bool):
+            options[key] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            options[key] = str(value)
+        else:
+            raise ValueError(f"option '{key}' must be a string, a number or a boolean")
+    return options
+
+
+NonNegative = Annotated[float, BeforeValidator(_number), Field(ge=0)]
+Text = Annotated[str, AfterValidator(_non_empty)]
+TimePointValue = Annotated[TimeValue, BeforeValidator(parse_time_value)]
+Duration = Annotated[dt.timedelta | int, BeforeValidator(parse_duration)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The file format, one pydantic model per mapping.
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArrivalColumn(_Strict):
+    """``arrival``: the column holding each row's arrival time."""
+
+    column: Text
+
+
+class ChangeColumns(_Strict):
+    """``changes``: the source delivers change data; rows whose op column holds one of
+    ``delete_values`` are deletions."""
+
+    op_column: Text
+    delete_values: tuple[Text, ...] = ("D",)
+
+    @field_validator("delete_values")
+    @classmethod
+    def _some_values(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        if not values:
+            raise ValueError("needs at least one value")
+        return values
+
+
+@dataclass(frozen=True)
+class ExpectedArrival:
+    """``expected``: the share of the source's rows arriving per interval (``fractions``,
+    summing to at most 1), or the number of rows per interval (``rows``)."""
+
+    kind: Literal["fractions", "rows"]
+    values: tuple[float, ...]
+
+    def arrival(self, deletes: bool) -> SourceArrival:
+        """The arrival model it states; ``deletes``: the source may delete (share unknown)."""
+        if self.kind == "rows":
+            counted = SourceArrival.from_counts([int(v) for v in self.values])
+            return SourceArrival(counted.fractions, None if deletes else counted.deletions, counted.rows)
+        return SourceArrival.from_fractions(self.values, deletes)
+
+
+def _expected_arrival(raw: object) -> object:
+    if raw is None or isinstance(raw, ExpectedArrival):
+        return raw
+    if isinstance(raw, dict):
+        if set(raw) != {"rows"}:
+            raise ValueError("is a list of fractions or a mapping {rows: [...]}")
+        counts = raw["rows"]
+        if not isinstance(counts, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+            raise ValueError("rows must be a list of integers, one per time point")
+        if any(c < 0 for c in counts):
+            raise ValueError(f"rows must not be negative: {counts}")
+        if counts and sum(counts) == 0:
+            raise ValueError("rows must not all be 0")
+        return ExpectedArrival("rows", tuple(float(c) for c in counts))
+    if isinstance(raw, list):
+        fractions = tuple(_number(f) for f in raw)
+        if any(f < 0 for f in fractions):
+            raise ValueError(f"fractions must not be negative: {raw}")
+        if math.fsum(fractions) > 1 + 1e-9:
+            raise ValueError(f"fractions sum to {math.fsum(fractions):g}, more than 1: {raw}")
+        if fractions and math.fsum(fractions) == 0:
+            raise ValueError("fractions must not all be 0")
+        return ExpectedArrival("fractions", fractions)
+    raise ValueError("is a list of fractions or a mapping {rows: [...]}")
+
+
+class SourceSpec(_Strict):
+    """One entry of ``sources``: where a source's data lives, how its rows arrive."""
+
+    path: Text
+    format: Format = "parquet"
+    options: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
+    schema_: dict[str, Text] | None = Field(default=None, alias="schema")
+    arrival: ArrivalColumn
+    changes: ChangeColumns | None = None
+    expected: Annotated[ExpectedArrival | None, BeforeValidator(_expected_arrival)] = None
+
+
+def _deliver(raw: object) -> object:
+    if raw in ("last", "every"):
+        return raw
+    if isinstance(raw, list) and raw and all(isinstance(i, int) and not isinstance(i, bool) for i in raw):
+        return tuple(raw)
+    raise ValueError("must be last, every, or a list of 1-based time point indices")
+
+
+class ScheduleSpec(_Strict):
+    """``schedule``: explicit time points (``at``) or ``start`` + ``i`` × ``every``, and which
+    time points deliver a result."""
+
+    at: tuple[TimePointValue, ...] | None = None
+    start: TimePointValue | None = None
+    every: Duration | None = None
+    points: Annotated[int, Field(ge=1)] | None = None
+    deliver: Annotated[Literal["last", "every"] | tuple[int, ...], BeforeValidator(_deliver)] = "last"
+
+
+class ObjectiveSpec(_Strict):
+    """``objective``: a preset, or one weight per time point (the objective is Σ w_i · c_i)."""
+
+    preset: Literal["deadline", "total"] | None = None
+    weights: tuple[NonNegative, ...] | None = None
+
+
+def _dialect(name: str) -> str:
+    known = sorted(d.value for d in Dialects if d.value)
+    if name.lower() not in known:
+        raise ValueError(f"unknown SQL dialect '{name}' (one of {', '.join(known)})")
+    return name.lower()
+
+
+class SpecFile(_Strict):
+    """The whole spec file, as validated."""
+
+    name: Text
+    query: Text | None = None
+    query_file: Text | None = None
+    dialect: Annotated[str, AfterValidator(_dialect)] = "spark"
+    sources: dict[str, SourceSpec]
+    schedule: ScheduleSpec
+    objective: ObjectiveSpec = ObjectiveSpec(preset="deadline")
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading: pydantic for each key's shape, then the rules across keys, each with its key path.
+
+
+def load_spec(path: str | Path) -> StandingQuery:
+    """Read and validate the spec at ``path``; any problem raises :class:`SpecError`."""
+    document = _load_document(Path(path))
+    if not isinstance(document.data, dict):
+        raise SpecError(f"{document.path}: a spec is a mapping with keys name, query, sources, schedule")
+    try:
+        model = SpecFile.model_validate(document.data)
+    except ValidationError as error:
+        raise SpecError(_validation_message(document, error)) from None
+    _check_query_choice(document, model)
+    _check_sources(document, model)
+    points = _check_schedule(document, model.schedule)
+    _check_objective(document, model.objective, points.k)
+    _check_expected(document, model, points.k)
+    return StandingQuery(model, document.path, _query_text(document, model))
+
+
+def _load_document(path: Path) -> YamlDocument:
+    try:
+        return load_yaml(path, SpecError)
+    except SpecError as error:
+        # load_yaml says "file:7: invalid YAML"; spec errors say "file, line 7: …" throughout.
+        prefix = re.compile(re.escape(str(path)) + r":(\d+): ")
+        message = prefix.sub(lambda m: f"{path}, line {m.group(1)}: ", str(error), count=1)
+        raise SpecError(message) from None
+
+
+def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:
+    raise SpecError(_located(document, key_path, message))
+
+
+def _located(document: YamlDocument, key_path: Sequence[str | int], message: str) -> str:
+    line = document.line_of(key_path)
+    where = f"{document.path}, line {line}" if line is not None else str(document.path)
+    key = _key_text(key_path)
+    return f"{where}: {key}: {message}" if key else f"{where}: {message}"
+
+
+def _key_text(key_path: Sequence[str | int]) -> str:
+    text = ""
+    for part in key_path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _validation_message(document: YamlDocument, error: ValidationError) -> str:
+    """One line per problem, the earliest line first."""
+    problems = [(document.line_of(p["loc"]) or 0, _located(document, p["loc"], _describe(p))) for p in error.errors()]
+    return "\n".join(dict.fromkeys(text for _, text in sorted(problems)))
+
+
+def _describe(problem: ErrorDetails) -> str:
+    """pydantic's wording, rephrased for someone editing YAML."""
+    kind, ctx = problem["type"], problem.get("ctx", {})
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "literal_error":
+        return "must be one of " + ", ".join(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
+    if kind in ("value_error", "assertion_error"):
+        return str(ctx.get("error", problem["msg"]))
+    if kind in ("dict_type", "model_type", "model_attributes_type", "dataclass_type"):
+        return "must be a mapping"
+    if kind in ("list_type", "tuple_type"):
+        return "must be a list"
+    if kind == "string_type":
+        return "must be a string"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return "must be an integer"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')}"
+    message = problem["msg"]
+    return message[:1].lower() + message[1:]
+
+
+def _check_query_choice(document: YamlDocument, model: SpecFile) -> None:
+    if model.query is not None and model.query_file is not None:
+        _fail(document, ("query_file",), "give either 'query' or 'query_file', not both")
+    if model.query is None and model.query_file is None:
+        _fail(document, (), "a spec needs 'query' (the SQL text) or 'query_file'")
+
+
+def _check_sources(document: YamlDocument, model: SpecFile) -> None:
+    if not model.sources:
+        _fail(document, ("sources",), "a spec needs at least one source")
+    seen: dict[str, str] = {}
+    for name, source in model.sources.items():
+        if name.lower() in seen:
+            _fail(document, ("sources", name), f"source '{seen[name.lower()]}' is already declared")
+        seen[name.lower()] = name
+        _check_columns_declared(document, name, source)
+
+
+def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpec) -> None:
+    if source.schema_ is None:
+        return
+    declared = {column.lower() for column in source.schema_}
+    used = [(("arrival", "column"), source.arrival.column)]
+    if source.changes is not None:
+        used.append((("changes", "op_column"), source.changes.op_column))
+    for key, column in used:
+        if column.lower() not in declared:
+            _fail(document, ("sources", name) + key, f"column '{column}' is not in the source's schema")
+
+
+def _check_schedule(document: YamlDocument, schedule: ScheduleSpec) -> TimePoints:
+    values = _schedule_values(document, schedule)
+    key: KeyPath = ("schedule", "at") if schedule.at is not None else ("schedule", "start")
+    kinds = {_time_kind(v) for v in values}
+    if len(kinds) > 1:
+        _fail(document, key, f"time points mix {' and '.join(sorted(kinds))} values")
+    for i in range(1, len(values)):
+        if not values[i - 1] < values[i]:  # type: ignore[operator]
+            at = key + (i,) if schedule.at is not None else key
+            _fail(document, at, f"time points must increase: {values[i]} is not after {values[i - 1]}")
+    deliver = _deliver_indices(schedule.deliver, len(values))
+    for i in deliver:
+        if not 1 <= i <= len(values):
+            message = f"index {i} is not a time point (the schedule has 1..{len(values)})"
+            _fail(document, ("schedule", "deliver"), message)
+    if len(set(deliver)) != len(deliver):
+        _fail(document, ("schedule", "deliver"), "lists an index twice")
+    return TimePoints(values, deliver)
+
+
+def _schedule_values(document: YamlDocument, schedule: ScheduleSpec) -> tuple[TimeValue, ...]:
+    generated = (schedule.start, schedule.every, schedule.points)
+    if schedule.at is not None:
+        if any(part is not None for part in generated):
+            _fail(document, ("schedule", "at"), "give either 'at' or 'start', 'every' and 'points', not both")
+        if not schedule.at:
+            _fail(document, ("schedule", "at"), "needs at least one time point")
+        return schedule.at
+    if schedule.start is None or schedule.every is None or schedule.points is None:
+        missing = [k for k, v in zip(("start", "every", "points"), generated) if v is None]
+        _fail(document, ("schedule",), f"give 'at', or 'start', 'every' and 'points' (missing: {', '.join(missing)})")
+    try:
+        return generate_time_points(schedule.start, schedule.every, schedule.points)
+    except ValueError as exc:
+        _fail(document, ("schedule", "every"), str(exc))
+
+
+def generate_time_points(start: TimeValue, every: dt.timedelta | int, points: int) -> tuple[TimeValue, ...]:
+    """``start + i * every`` for ``i = 1..points``; dates step by whole days, integers by integers."""
+    if isinstance(start, dt.datetime):
+        if not isinstance(every, dt.timedelta):
+            raise ValueError(f"timestamps step by a duration such as 6h, not by {every}")
+        return tuple(start + i * every for i in range(1, points + 1))
+    if isinstance(start, dt.date):
+        if not isinstance(every, dt.timedelta) or every % dt.timedelta(days=1):
+            raise ValueError(f"dates step by whole days such as 1d, not by {every}")
+        return tuple(start + i * every for i in range(1, points + 1))
+    if not isinstance(every, int):
+        raise ValueError(f"integer time points step by an integer, not by a duration ({every})")
+    return tuple(start + i * every for i in range(1, points + 1))
+
+
+def _time_kind(value: TimeValue) -> str:
+    if isinstance(value, dt.datetime):
+        return "timestamp" if value.tzinfo is None else "time-zoned timestamp"
+    if isinstance(value, dt.date):
+        return "date"
+    return "number"
+
+
+def _deliver_indices(deliver: Literal["last", "every"] | tuple[int, ...], k: int) -> tuple[int, ...]:
+    if deliver == "last":
+        return (k,)
+    if deliver == "every":
+        return tuple(range(1, k + 1))
+    return tuple(sorted(deliver))
+
+
+def _check_objective(document: YamlDocument, objective: ObjectiveSpec, k: int) -> None:
+    if (objective.preset is None) == (objective.weights is None):
+        _fail(document, ("objective",), "give either 'preset' or 'weights'")
+    if objective.weights is None:
+        return
+    if len(objective.weights) != k:
+        _fail(document, ("objective", "weights"), f"{len(objective.weights)} weights for {k} time points")
+    if not any(w > 0 for w in objective.weights):
+        _fail(document, ("objective", "weights"), "at least one weight must be positive")
+
+
+def _check_expected(document: YamlDocument, model: SpecFile, k: int) -> None:
+    for name, source in model.sources.items():
+        if source.expected is not None and len(source.expected.values) != k:
+            _fail(
+                document,
+                ("sources", name, "expected"),
+                f"{len(source.expected.values)} values for {k} time points (one per time point)",
+            )
+
+
+def _query_text(document: YamlDocument, model: SpecFile) -> str:
+    if model.query is not None:
+        return model.query
+    assert model.query_file is not None
+    file = document.path.resolve().parent / model.query_file
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        _fail(document, ("query_file",), f"file not found: {file}")
+    except OSError as exc:
+        _fail(document, ("query_file",), f"cannot read {file}: {exc.strerror}")
+    if not text.strip():
+        _fail(document, ("query_file",), f"{file} is empty")
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# The validated spec.
+
+
+def _is_uri(path: str) -> bool:
+    return "://" in path or path.startswith("file:")
+
+
+@dataclass(frozen=True)
+class StandingQuery:
+    """A validated spec: the model, the spec file's path and the query text."""
+
+    model: SpecFile
+    path: Path
+    sql: str
+
+    @property
+    def folder(self) -> Path:
+        """The spec file's folder: relative paths in the spec start here."""
+        return self.path.resolve().parent
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def dialect(self) -> str:
+        """The sqlglot dialect of the query text."""
+        return self.model.dialect
+
+    @property
+    def sources(self) -> Mapping[str, SourceSpec]:
+        """Per-source settings, by lower-case source name (as the catalog names tables)."""
+        return {name.lower(): source for name, source in self.model.sources.items()}
+
+    def time_points(self) -> TimePoints:
+        """The cycle's time points, with the indices whose results are delivered."""
+        schedule = self.model.schedule
+        if schedule.at is not None:
+            values = schedule.at
+        else:
+            assert schedule.start is not None and schedule.every is not None and schedule.points is not None
+            values = generate_time_points(schedule.start, schedule.every, schedule.points)
+        return TimePoints(values, _deliver_indices(schedule.deliver, len(values)))
+
+    def weights(self) -> tuple[float, ...]:
+        """The objective's weight per time point: ``Σ w_i · c_i`` is minimised."""
+        objective = self.model.objective
+        if objective.weights is not None:
+            return tuple(objective.weights)
+        k = self.time_points().k
+        if objective.preset == "total":
+            return (1.0,) * k
+        return (DEADLINE_EPSILON,) * (k - 1) + (1.0,)
+
+    def location(self, source: str) -> str:
+        """Where ``source``'s data lives: a URI as given, a path resolved from the spec's folder."""
+        path = self.sources[source.lower()].path
+        return path if _is_uri(path) else str((self.folder / path).resolve())
+
+    def catalog(self) -> Catalog:
+        """The sources as catalog tables, named in lower case."""
+        tables = {}
+        for name, source in self.sources.items():
+            schema = {c.lower(): t.lower() for c, t in source.schema_.items()} if source.schema_ else None
+            tables[name] = TableSource(name, self.location(name), source.format, dict(source.options), schema)
+        return Catalog(tables, origin=str(self.path))
+
+    def expected_arrival(self) -> ArrivalModel:
+        """The arrival model the spec states, for the sources that declare ``expected``; the
+        others are measured (:func:`tempura.tvr.arrival.measure`) and added with ``with_source``."""
+        model = ArrivalModel(self.time_points().k)
+        for name, source in self.sources.items():
+            if source.expected is not None:
+                model = model.with_source(name, source.expected.arrival(deletes=source.changes is not None))
+        return model

@@ -1,0 +1,129 @@
+"""Partial states of aggregates: how ``+sum`` keeps SUM, COUNT, AVG, MIN and MAX mergeable.
+
+An aggregate ``γ(keys; f_1..f_n)`` is maintained through its *partial states*: per group key,
+columns that merge by a per-function rule and that ``finalize`` turns into the aggregate's
+output (SEMANTICS.md, ``+sum``). Every partial-state relation also counts the rows of each group
+(:data:`ROWS`), so that a group whose count returns to 0 disappears.
+
+| function | partial columns | computed from a Z-set (signed by ``__m``) | merge | finalize |
+|---|---|---|---|---|
+| ``SUM(x)`` | ``sum``, ``n`` (non-null count) | ``SUM(x·m)``, ``SUM(m if x not null)`` | add | ``sum`` if ``n > 0`` else NULL |
+| ``COUNT(*)``, ``COUNT(x)`` | ``n`` | ``SUM(m)`` / ``SUM(m if x not null)`` | add | ``n`` (0 when empty) |
+| ``AVG(x)`` | ``sum``, ``n`` | as SUM | add | ``sum / n`` in Spark's result type |
+| ``MIN(x)``, ``MAX(x)`` | ``v`` | ``MIN(x)`` / ``MAX(x)`` | min / max | ``v`` |
+
+MIN and MAX merge only while their input is insert-only (:func:`mergeable`); the rules plan a
+recompute of the aggregate otherwise. ``DISTINCT`` calls and ``FILTER`` clauses have no partial
+state here, so an aggregate with them is recomputed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from tempura.algebra import AggregateCall, Field, Schema, col
+from tempura.tvr.zset import MULT
+
+ROWS = "__rows"
+ROWS_FIELD = Field(ROWS, "bigint", True)
+
+SUPPORTED = ("sum", "count", "avg", "min", "max")
+
+
+@dataclass(frozen=True)
+class PartialColumn:
+    """One partial-state column: ``field``, its aggregate over a bag or a Z-set, and its merge."""
+
+    field: Field
+    from_bag: exp.Expr
+    from_zset: exp.Expr
+    merge: exp.Expr  # an aggregate over the column itself, applied to the union of two states
+
+
+def _argument(call: AggregateCall) -> exp.Expr | None:
+    node = call.call
+    arg = node.this
+    if isinstance(arg, exp.Star) or arg is None:
+        return None
+    return arg
+
+
+def mergeable(call: AggregateCall, insert_only: bool) -> bool:
+    """Whether ``call`` can be maintained by ``+sum`` (MIN/MAX only over insert-only input)."""
+    if isinstance(call.call, exp.Filter) or call.distinct:
+        return False
+    if call.function not in SUPPORTED:
+        return False
+    return insert_only or call.function not in ("min", "max")
+
+
+def _nonnull_count(arg: exp.Expr | None, signed: bool) -> exp.Expr:
+    weight: exp.Expr = col(MULT) if signed else exp.Literal.number(1)
+    if arg is None:
+        return exp.Sum(this=weight)
+    return exp.Sum(this=exp.If(this=exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())), true=weight, false=exp.Literal.number(0)))
+
+
+def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> list[PartialColumn]:
+    """The partial-state columns of one aggregate call, named after its output field."""
+    name = call.field.name
+    fn = call.function
+    arg = _argument(call)
+    count_name = f"{name}__n"
+    count = PartialColumn(
+        Field(count_name, "bigint", True), _nonnull_count(arg, False), _nonnull_count(arg, True), exp.Sum(this=col(count_name))
+    )
+    if fn == "count":
+        return [count]
+    assert arg is not None, f"{fn} needs an argument"
+    if fn in ("sum", "avg"):
+        sum_name = f"{name}__sum"
+        signed = exp.Mul(this=exp.Paren(this=arg.copy()), expression=col(MULT))
+        sum_type = _sum_type(call, input_schema)
+        return [
+            PartialColumn(Field(sum_name, sum_type, True), exp.Sum(this=arg.copy()), exp.Sum(this=signed), exp.Sum(this=col(sum_name))),
+            count,
+        ]
+    value_name = f"{name}__v"
+    agg = exp.Min if fn == "min" else exp.Max
+    return [PartialColumn(Field(value_name, call.field.type, True), agg(this=arg.copy()), agg(this=arg.copy()), agg(this=col(value_name)))]
+
+
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+
+
+def _sum_type(call: AggregateCall, input_schema: Schema | None) -> str:
+    if call.function == "sum":
+        return call.field.type
+    match = _DECIMAL.fullmatch(call.field.type)
+    if match:  # AVG(decimal(p, s)) is decimal(p + 4, s + 4); Spark sums it as decimal(p + 10, s)
+        p, s = int(match.group(1)) - 4, int(match.group(2)) - 4
+        return f"decimal({min(p + 10, 38)},{s})"
+    return "double"
+
+
+def finalize(call: AggregateCall, input_schema: Schema | None = None) -> exp.Expr:
+    """The aggregate's value from its partial-state columns."""
+    name = call.field.name
+    n = col(f"{name}__n")
+    fn = call.function
+    if fn == "count":
+        return exp.cast(exp.Coalesce(this=n, expressions=[exp.Literal.number(0)]), call.field.type)
+    if fn in ("min", "max"):
+        return col(f"{name}__v")
+    total = col(f"{name}__sum")
+    positive = exp.GT(this=exp.Coalesce(this=n.copy(), expressions=[exp.Literal.number(0)]), expression=exp.Literal.number(0))
+    if fn == "sum":
+        value: exp.Expr = exp.cast(total, call.field.type)
+    else:
+        sum_type = _sum_type(call, input_schema)
+        divisor = exp.cast(n.copy(), "decimal(20,0)") if sum_type.startswith("decimal") else exp.cast(n.copy(), "double")
+        value = exp.cast(exp.Div(this=exp.cast(total, sum_type), expression=divisor), call.field.type)
+    return exp.If(this=positive, true=value, false=exp.cast(exp.Null(), call.field.type))
+
+
+def rows_column(signed: bool) -> exp.Expr:
+    return exp.Sum(this=col(MULT)) if signed else exp.Count(this=exp.Star())

@@ -1,0 +1,152 @@
+"""The multi-time-point plan: what the optimizer hands to the runtime (ARCHITECTURE.md).
+
+A :class:`MultiTimePlan` is a list of :class:`Fragment` values, each run at one time point. A
+fragment is a logical plan in the ordinary algebra (TVR operators already lowered) whose leaves
+read source intervals (``SourceRead`` views) or states kept by earlier fragments; its output is
+delivered as the result at its time point, kept as a state for later fragments, or both.
+Fragments carry their estimated rows and cost vector, and a method label. The plan carries the
+cost vector ``[c_1..c_k]`` and the objective ``Σ w_i·c_i``; ``to_json`` is the ``plan.json``
+format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tempura.algebra import LogicalPlan, Query, format_plan
+from tempura.cost.vector import CostVector, Objective
+from tempura.tvr.operators import SourceRead
+from tempura.tvr.time import TimePoints
+
+JoinHints = dict[LogicalPlan, tuple[str, str]]
+
+METHOD_ORDER = ("batch", "ivm", "ojv", "higher-order", "streaming")
+
+
+@dataclass
+class Fragment:
+    """Work run at time point ``time``: ``plan`` over source reads and kept states."""
+
+    id: str
+    time: int
+    method: str
+    form: str
+    plan: LogicalPlan
+    hints: JoinHints
+    sources: tuple[SourceRead, ...]  # the source intervals the plan reads
+    states: tuple[str, ...]  # ids of the states it reads
+    rows: float
+    cost: CostVector
+    physical: str
+    delivers: bool = False
+    keeps: str | None = None  # the id of the state it writes
+
+    @property
+    def output(self) -> str:
+        parts = (["result"] if self.delivers else []) + (["state"] if self.keeps else [])
+        return "+".join(parts) or "temporary"
+
+    def sql(self) -> str:
+        from tempura.sql import to_spark_sql
+
+        names = tuple(self.plan.schema.names)
+        return to_spark_sql(Query(self.plan, names), pretty=True, hints=self.hints)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "time": self.time,
+            "method": self.method,
+            "form": self.form,
+            "inputs": {"sources": [s.view for s in self.sources], "states": list(self.states)},
+            "output": self.output,
+            "keeps": self.keeps,
+            "estimated_rows": self.rows,
+            "cost": self.cost.to_json(),
+            "plan": format_plan(self.plan),
+            "sql": self.sql(),
+        }
+
+
+@dataclass
+class KeptState:
+    """A result saved at ``produced_at`` and read by later fragments."""
+
+    id: str
+    produced_at: int
+    read_by: list[str]
+    read_at: list[int]
+    rows: float
+    bytes: float
+    form: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "produced_at": self.produced_at,
+            "read_by": self.read_by,
+            "read_at": self.read_at,
+            "estimated_rows": self.rows,
+            "estimated_bytes": self.bytes,
+            "form": self.form,
+        }
+
+
+@dataclass
+class MultiTimePlan:
+    """Fragments per time point, the states between them, the cost vector and objective."""
+
+    query: Query
+    sql: str
+    time_points: TimePoints
+    objective: Objective
+    method: str
+    fragments: list[Fragment]
+    states: list[KeptState]
+    cost: CostVector
+    deliveries: dict[int, str]  # time index -> fragment id
+    notes: list[str] = field(default_factory=list)
+    search: dict[str, Any] = field(default_factory=dict)
+    output: str = "snapshot"  # or "delta": each delivery is SD[v-1,v] with the multiplicity column
+
+    def at(self, time: int) -> list[Fragment]:
+        """The fragments run at ``time``, in an order that runs each after the states it reads."""
+        return [f for f in self.fragments if f.time == time]
+
+    @property
+    def methods(self) -> list[str]:
+        """The methods its fragments use, in a fixed order."""
+        used = {f.method for f in self.fragments}
+        return [m for m in METHOD_ORDER if m in used]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "methods_used": self.methods,
+            "vector_ns": list(self.cost.times),
+            "objective_ns": self.cost.weighted,
+            "work_ns": self.cost.work,
+            "fragments": len(self.fragments),
+            "states": len(self.states),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sql": self.sql,
+            "time_points": [str(v) for v in self.time_points.values],
+            "deliver": list(self.time_points.deliver),
+            "objective": {
+                "weights": list(self.objective.weights),
+                "cost_vector_ns": list(self.cost.times),
+                "total_ns": self.cost.weighted,
+                "work_ns": self.cost.work,
+            },
+            "method": self.method,
+            "output": self.output,
+            "fragments": [f.to_json() for f in self.fragments],
+            "states": [s.to_json() for s in self.states],
+            "deliveries": {str(t): fid for t, fid in self.deliveries.items()},
+            "notes": list(self.notes),
+            "search": dict(self.search),
+        }

@@ -1,0 +1,320 @@
+"""Spec files of standing queries: good ones load into time points, weights and a catalog; bad
+ones get one-line errors naming the file, the line and the key."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from tempura.scheduler import SpecError, StandingQuery, load_spec
+
+INLINE_QUERY = "query: |\n  SELECT category, SUM(price) AS gross FROM sales GROUP BY category\n"
+SALES_ARRIVAL = "    arrival: {column: arrived_at}\n"
+SALES = "  sales:\n    path: data/sales\n    format: parquet\n    arrival: {column: arrived_at}\n"
+
+SPEC = """\
+name: gross_by_category
+query: |
+  SELECT category, SUM(price) AS gross FROM sales GROUP BY category
+sources:
+  sales:
+    path: data/sales
+    format: parquet
+    arrival: {column: arrived_at}
+schedule:
+  at: [1, 2, 3]
+objective:
+  preset: deadline
+"""
+
+
+def write(folder: Path, text: str, name: str = "spec.yaml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def load(tmp_path: Path, text: str) -> StandingQuery:
+    return load_spec(write(tmp_path, text))
+
+
+def test_loads_the_minimal_spec(tmp_path: Path) -> None:
+    spec = load(tmp_path, SPEC)
+    assert spec.name == "gross_by_category"
+    assert spec.dialect == "spark"
+    assert spec.sql == "SELECT category, SUM(price) AS gross FROM sales GROUP BY category\n"
+    assert list(spec.sources) == ["sales"]
+    assert spec.sources["sales"].arrival.column == "arrived_at"
+    assert spec.sources["sales"].changes is None
+    assert spec.time_points().values == (1, 2, 3)
+    assert spec.time_points().deliver == (3,)
+
+
+def test_query_file_is_read_relative_to_the_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "job"
+    write(folder, "SELECT 1 AS one\n", "query.sql")
+    path = write(folder, SPEC.replace(INLINE_QUERY, "query_file: query.sql\n"))
+    monkeypatch.chdir(tmp_path)
+    assert load_spec(Path("job") / "spec.yaml").sql == "SELECT 1 AS one\n"
+    assert load_spec(path).folder == folder.resolve()
+
+
+def test_sources_options_schema_and_changes(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        SPEC.replace(
+            "    format: parquet\n",
+            "    format: csv\n    options: {header: true, sep: '|', maxColumns: 10}\n"
+            "    schema: {O_ID: STRING, arrived_at: timestamp, _op: string}\n"
+            "    changes: {op_column: _op, delete_values: [D, '-']}\n",
+        ).replace("  sales:", "  Sales:"),
+    )
+    sales = spec.sources["sales"]
+    assert sales.format == "csv"
+    assert sales.options == {"header": "true", "sep": "|", "maxColumns": "10"}
+    assert sales.changes is not None and sales.changes.op_column == "_op"
+    assert sales.changes.delete_values == ("D", "-")
+
+
+def test_catalog_resolves_paths_from_the_spec_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = SPEC.replace(
+        "    format: parquet\n",
+        "    format: csv\n    schema: {O_ID: STRING, arrived_at: timestamp}\n",
+    ).replace(
+        "schedule:",
+        "  Returns:\n    path: s3a://bucket/returns\n    format: orc\n    arrival: {column: arrived_at}\nschedule:",
+    )
+    write(tmp_path / "job", text)
+    monkeypatch.chdir(tmp_path)
+    catalog = load_spec(Path("job/spec.yaml")).catalog()
+    sales = catalog.table("sales")
+    assert sales.path == str(tmp_path.resolve() / "job" / "data" / "sales")
+    assert sales.format == "csv"
+    assert sales.schema == {"o_id": "string", "arrived_at": "timestamp"}
+    returns = catalog.table("RETURNS")
+    assert returns.path == "s3a://bucket/returns"
+    assert returns.format == "orc"
+    assert returns.schema is None
+    assert catalog.origin is not None and catalog.origin.endswith("spec.yaml")
+
+
+@pytest.mark.parametrize(
+    ("schedule", "values"),
+    [
+        (
+            'at: ["2026-11-22T06:00:00", 2026-11-22T12:00:00]',
+            (dt.datetime(2026, 11, 22, 6), dt.datetime(2026, 11, 22, 12)),
+        ),
+        ('at: ["2026-11-22", 2026-11-23]', (dt.date(2026, 11, 22), dt.date(2026, 11, 23))),
+        ("at: [10, 20, 40]", (10, 20, 40)),
+        (
+            'start: "2026-11-22T00:00:00"\n  every: 6h\n  points: 4',
+            (
+                dt.datetime(2026, 11, 22, 6),
+                dt.datetime(2026, 11, 22, 12),
+                dt.datetime(2026, 11, 22, 18),
+                dt.datetime(2026, 11, 23, 0),
+            ),
+        ),
+        (
+            "start: 2026-11-22T00:00:00\n  every: 30m\n  points: 2",
+            (dt.datetime(2026, 11, 22, 0, 30), dt.datetime(2026, 11, 22, 1, 0)),
+        ),
+        (
+            "start: 2026-11-22T00:00:00\n  every: 90s\n  points: 2",
+            (dt.datetime(2026, 11, 22, 0, 1, 30), dt.datetime(2026, 11, 22, 0, 3, 0)),
+        ),
+        (
+            "start: 2026-11-22T00:00:00\n  every: 1h30m\n  points: 2",
+            (dt.datetime(2026, 11, 22, 1, 30), dt.datetime(2026, 11, 22, 3, 0)),
+        ),
+        (
+            "start: 2026-11-22\n  every: 1d\n  points: 3",
+            (dt.date(2026, 11, 23), dt.date(2026, 11, 24), dt.date(2026, 11, 25)),
+        ),
+        ("start: 0\n  every: 5\n  points: 3", (5, 10, 15)),
+    ],
+)
+def test_time_points(tmp_path: Path, schedule: str, values: tuple[object, ...]) -> None:
+    spec = load(tmp_path, SPEC.replace("at: [1, 2, 3]", schedule).replace("preset: deadline", "preset: total"))
+    points = spec.time_points()
+    assert points.values == values
+    assert points.deliver == (len(values),)
+
+
+@pytest.mark.parametrize(("deliver", "indices"), [("last", (4,)), ("every", (1, 2, 3, 4)), ("[3, 1]", (1, 3))])
+def test_deliver(tmp_path: Path, deliver: str, indices: tuple[int, ...]) -> None:
+    spec = load(tmp_path, SPEC.replace("at: [1, 2, 3]", f"at: [1, 2, 3, 4]\n  deliver: {deliver}"))
+    assert spec.time_points().deliver == indices
+
+
+@pytest.mark.parametrize(
+    ("objective", "weights"),
+    [
+        ("preset: deadline", (0.001, 0.001, 1.0)),
+        ("preset: total", (1.0, 1.0, 1.0)),
+        ("weights: [0.1, 0.1, 1]", (0.1, 0.1, 1.0)),
+        ("weights: [0, 2, 0]", (0.0, 2.0, 0.0)),
+    ],
+)
+def test_weights(tmp_path: Path, objective: str, weights: tuple[float, ...]) -> None:
+    assert load(tmp_path, SPEC.replace("preset: deadline", objective)).weights() == weights
+
+
+def test_objective_defaults_to_deadline(tmp_path: Path) -> None:
+    spec = load(tmp_path, SPEC.replace("objective:\n  preset: deadline\n", "").replace("[1, 2, 3]", "[1, 2]"))
+    assert spec.weights() == (0.001, 1.0)
+
+
+def test_deadline_with_one_time_point(tmp_path: Path) -> None:
+    assert load(tmp_path, SPEC.replace("[1, 2, 3]", "[7]")).weights() == (1.0,)
+
+
+def test_expected_arrival(tmp_path: Path) -> None:
+    text = SPEC.replace(SALES_ARRIVAL, "    arrival: {column: a}\n    expected: [0.1, 0.1, 0.3]\n")
+    text = text.replace(
+        "schedule:",
+        "  returns:\n    path: r\n    arrival: {column: a}\n    changes: {op_column: op}\n"
+        "    expected: {rows: [10, 0, 30]}\n"
+        "  refunds:\n    path: f\n    arrival: {column: a}\nschedule:",
+    )
+    model = load(tmp_path, text).expected_arrival()
+    assert model.sources == ("returns", "sales")  # refunds declares nothing: it is measured
+    # 0.1 + 0.1 + 0.3 = 0.5 of sales arrive in the cycle: 1/5, 1/5 and 3/5 of it per interval.
+    assert model.fraction("sales", 0, 1) == pytest.approx(0.2)
+    assert model.fraction("sales", 1, 3) == pytest.approx(0.8)
+    assert model.insert_only("sales")
+    # 40 returns: 10, 0 and 30; with change data, their deletions are unknown.
+    assert model.fraction("returns", 0, 2) == 0.25
+    assert model.fraction("returns", 2, 3) == 0.75
+    assert not model.insert_only("returns")
+
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "key", "message"),
+    [
+        ("format: parquet", "format: avro", 7, "sources.sales.format", "must be one of parquet, csv, json, orc"),
+        ("format: parquet", "formt: parquet", 7, "sources.sales.formt", "unknown key"),
+        ("name: gross_by_category", "name: [1]", 1, "name", "must be a string"),
+        ("name: gross_by_category", "name: ''", 1, "name", "must not be empty"),
+        ("name: gross_by_category", "name: q\nqueries: 2", 2, "queries", "unknown key"),
+        ("name: gross_by_category", "name: q\nquery_file: q.sql", 2, "query_file",
+         "either 'query' or 'query_file', not both"),
+        ("name: gross_by_category", "name: q\ndialect: klingon", 2, "dialect", "unknown SQL dialect 'klingon'"),
+        (SALES_ARRIVAL, "", 5, "sources.sales.arrival", "required key is missing"),
+        (SALES_ARRIVAL, "    arrival: arrived_at\n", 8, "sources.sales.arrival", "must be a mapping"),
+        (SALES_ARRIVAL, SALES_ARRIVAL + "    options: {a: [1]}\n", 9, "sources.sales.options", "option 'a' must be"),
+        (SALES_ARRIVAL, SALES_ARRIVAL + "    changes: {op_column: op, delete_values: []}\n", 9,
+         "sources.sales.changes.delete_values", "needs at least one value"),
+        (SALES_ARRIVAL, SALES_ARRIVAL + "    schema: {x: int}\n", 8, "sources.sales.arrival.column",
+         "column 'arrived_at' is not in the source's schema"),
+        (SALES_ARRIVAL, SALES_ARRIVAL + "    expected: [0.5, 0.4, 0.3]\n", 9, "sources.sales.expected",
+         "fractions sum to 1.2, more than 1"),
+        (SALES_ARRIVAL, SALES_ARRIVAL + "    expected: [0.5, 0.4]\n", 9, "sources.sales.expected",
+         "2 values for 3 time points"),
+        (SALES_ARRIVAL, SALES_ARRIVAL + "    expected: [0.5, -0.1, 0.1]\n", 9, "sources.sales.expected",
+         "must not be negative"),
+        (SALES_ARRIVAL, SALES_ARRIVAL + "    expected: {rows: [1, 2, 3, 4]}\n", 9, "sources.sales.expected",
+         "4 values for 3 time points"),
+        (SALES_ARRIVAL, SALES_ARRIVAL + "    expected: {rows: 5}\n", 9, "sources.sales.expected",
+         "rows must be a list of integers"),
+        ("at: [1, 2, 3]", "at: [1, 3, 3]", 10, "schedule.at[2]", "time points must increase: 3 is not after 3"),
+        ("at: [1, 2, 3]", "at:\n    - 2026-01-02\n    - 2026-01-01", 12, "schedule.at[1]",
+         "time points must increase: 2026-01-01 is not after 2026-01-02"),
+        ("at: [1, 2, 3]", "at: [1, 2026-01-01]", 10, "schedule.at", "time points mix date and number values"),
+        ("at: [1, 2, 3]", "at: [1, tomorrow]", 10, "schedule.at[1]", "'tomorrow' is not a time point"),
+        ("at: [1, 2, 3]", "at: []", 10, "schedule.at", "needs at least one time point"),
+        ("at: [1, 2, 3]", "at: [1]\n  start: 0", 10, "schedule.at",
+         "give either 'at' or 'start', 'every' and 'points'"),
+        ("at: [1, 2, 3]", "at: [1, 2, 3]\n  deliver: [2, 2]", 11, "schedule.deliver", "lists an index twice"),
+        ("at: [1, 2, 3]", "start: 0\n  points: 2", 9, "schedule", "(missing: every)"),
+        ("at: [1, 2, 3]", "start: 2026-01-01T00:00:00\n  every: 6x\n  points: 2", 11, "schedule.every",
+         "'6x' is not a duration"),
+        ("at: [1, 2, 3]", "start: 2026-01-01T00:00:00\n  every: 6\n  points: 2", 11, "schedule.every",
+         "timestamps step by a duration"),
+        ("at: [1, 2, 3]", "start: 2026-01-01\n  every: 6h\n  points: 2", 11, "schedule.every",
+         "dates step by whole days"),
+        ("at: [1, 2, 3]", "start: 0\n  every: 0\n  points: 2", 11, "schedule.every", "must be positive"),
+        ("at: [1, 2, 3]", "start: 0\n  every: 1\n  points: 0", 12, "schedule.points", "must be at least 1"),
+        ("at: [1, 2, 3]", "at: [1, 2, 3]\n  deliver: [4]", 11, "schedule.deliver", "index 4 is not a time point"),
+        ("at: [1, 2, 3]", "at: [1, 2, 3]\n  deliver: first", 11, "schedule.deliver", "must be last, every, or a list"),
+        ("preset: deadline", "preset: fastest", 12, "objective.preset", "must be one of deadline, total"),
+        ("preset: deadline", "weights: [1, 2]", 12, "objective.weights", "2 weights for 3 time points"),
+        ("preset: deadline", "weights: [1, -2, 1]", 12, "objective.weights[1]", "must be at least 0"),
+        ("preset: deadline", "weights: [1, yes, 1]", 12, "objective.weights[1]", "True is not a number"),
+        ("preset: deadline", "weights: [0, 0, 0]", 12, "objective.weights", "at least one weight must be positive"),
+        ("preset: deadline", "preset: total\n  weights: [1, 1, 1]", 11, "objective", "either 'preset' or 'weights'"),
+    ],
+)
+def test_bad_specs(tmp_path: Path, old: str, new: str, line: int, key: str, message: str) -> None:
+    assert old in SPEC
+    path = write(tmp_path, SPEC.replace(old, new))
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    text = str(error.value)
+    assert text.startswith(f"{path}, line {line}: {key}: "), text
+    assert message in text
+    assert "\n" not in text
+    assert "pydantic" not in text and "Input should" not in text
+
+
+def test_two_problems_get_a_line_each(tmp_path: Path) -> None:
+    path = write(tmp_path, SPEC.replace("format: parquet", "format: avro\n    extra: 1"))
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    assert str(error.value).splitlines() == [
+        f"{path}, line 7: sources.sales.format: must be one of parquet, csv, json, orc",
+        f"{path}, line 8: sources.sales.extra: unknown key",
+    ]
+
+
+def test_neither_query_nor_query_file(tmp_path: Path) -> None:
+    path = write(tmp_path, SPEC.replace(INLINE_QUERY, ""))
+    with pytest.raises(SpecError, match=r"spec\.yaml: a spec needs 'query' \(the SQL text\) or 'query_file'$"):
+        load_spec(path)
+
+
+def test_missing_query_file(tmp_path: Path) -> None:
+    path = write(tmp_path, SPEC.replace(INLINE_QUERY, "query_file: nope.sql\n"))
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    assert str(error.value) == f"{path}, line 2: query_file: file not found: {tmp_path.resolve() / 'nope.sql'}"
+
+
+def test_missing_spec_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"nope\.yaml: file not found$"):
+        load_spec(tmp_path / "nope.yaml")
+
+
+def test_bad_yaml(tmp_path: Path) -> None:
+    path = write(tmp_path, SPEC.replace("at: [1, 2, 3]", "at: [1, 2, 3"))
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    # The parser notices the unclosed list where the next key starts, on line 11.
+    assert str(error.value).startswith(f"{path}, line 11: invalid YAML: ")
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("text", ["", "- a list\n- of things\n", "just text\n"])
+def test_a_spec_is_a_mapping(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError, match="a spec is a mapping"):
+        load_spec(path)
+
+
+def test_no_sources(tmp_path: Path) -> None:
+    text = SPEC.replace(SALES, "  {}\n")
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError, match=r"line 4: sources: a spec needs at least one source"):
+        load_spec(path)
+
+
+def test_sources_differing_only_in_case(tmp_path: Path) -> None:
+    text = SPEC.replace("schedule:", "  SALES:\n    path: x\n    arrival: {column: a}\nschedule:")
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError, match=r"line 9: sources\.SALES: source 'sales' is already declared"):
+        load_spec(path)
