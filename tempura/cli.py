@@ -353,3 +353,60 @@ def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, .
         f"{report['geomean_ratio_written_to_tempura_bad_order']:.2f})"
     )
     click.echo("wrote " + ", ".join(report["files"]))
+
+
+METHOD_CHOICES = ["auto", "batch", "ivm", "streaming", "ojv", "higher-order"]
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@user_errors
+def validate(spec: str) -> None:
+    """Check a standing query's spec file (keys, types, schedule, objective)."""
+    from tempura.scheduler import load_spec
+
+    loaded = load_spec(spec)
+    tp = loaded.time_points()
+    click.echo(f"{spec}: ok — {loaded.name}: {len(loaded.sources)} source(s), {tp.k} time point(s), deliver {', '.join(f't{i}' for i in tp.deliver)}")
+
+
+@main.command("plan")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True)
+@click.option("--method", type=click.Choice(METHOD_CHOICES), default="auto", show_default=True,
+              help="Force one incremental method (a selection of the TVR rules).")
+@click.option("--output", "output", type=click.Choice(["snapshot", "delta"]), default="snapshot", show_default=True,
+              help="Deliver the result (snapshot) or its change since the previous time point (delta).")
+@click.option("--no-rule", "no_rule", multiple=True, help="Disable a rule by name (repeatable).")
+@click.option("--sql", "show_sql", is_flag=True, help="Print each fragment's Spark SQL.")
+@click.option("--workdir", default=".tempura", show_default=True, help="Where statistics are stored.")
+@user_errors
+def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[str, ...], show_sql: bool, workdir: str) -> None:
+    """The multi-time-point plan of a standing query: fragments per time point, methods, states,
+    estimated rows and cost, and every method's cost vector and objective side by side."""
+    from tempura.scheduler import load_spec
+    from tempura.scheduler.planning import needs_spark, plan_spec, prepare
+    from tempura.tvr.render import alternatives_text, plan_dot, plan_text
+
+    loaded = load_spec(spec)
+    spark = None
+    if needs_spark(loaded):
+        from tempura.runtime import get_spark
+
+        spark = get_spark()
+    prepared = prepare(loaded, spark, workdir)
+    plans = plan_spec(prepared, METHOD_CHOICES, no_rule, output)
+    if method not in plans:
+        raise TempuraError(f"method {method} has no plan for this query and output ({output})")
+    chosen = plans[method]
+    if fmt == "json":
+        data = chosen.to_json()
+        data["alternatives"] = {m: p.summary() for m, p in plans.items()}
+        click.echo(json.dumps(data, indent=2, default=str))
+    elif fmt == "dot":
+        click.echo(plan_dot(chosen))
+    else:
+        click.echo(plan_text(chosen, sql=show_sql))
+        click.echo("")
+        click.echo("methods (* = this plan):")
+        click.echo(alternatives_text(plans, method))

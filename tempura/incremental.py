@@ -22,12 +22,13 @@ search and of each forced method's plan, all costed by the same extraction.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from tempura.algebra import LogicalPlan, Query, SetOperation
-from tempura.cost.model import CostConstants
+from tempura.cost.model import CostConstants, format_time
 from tempura.cost.vector import CostVector, Objective
 from tempura.errors import TempuraError
 from tempura.memo import GroupRef, Memo, Search
@@ -232,11 +233,12 @@ class Extractor:
         own = alt.own
         assert isinstance(own, CostVector)
         into.cost = into.cost + own
-        lines.append(f"{'  ' * depth}{alt.operator} {alt.details}  rows={stats.rows:.4g} cost={own}")
+        lines.append(f"{'  ' * depth}{alt.operator} {alt.details}  rows={stats.rows:.4g} cost={format_time(own.times[props.time - 1])}")
         children = [self._build(c, p, into, hints, lines, depth + 1) for c, p in alt.children]
         if alt.logical is None:  # an enforcer or a partial aggregate: the plan is its input's
             return children[0]
-        origin = self.expansion.origin.get(self.memo.canonical(alt.logical))
+        flat = all(isinstance(c, GroupRef) for c in alt.logical.inputs)  # top-k templates nest a sort
+        origin = self.expansion.origin.get(self.memo.canonical(alt.logical)) if flat else None
         if origin is not None:
             into.methods.add(RULE_METHOD[origin])
         if isinstance(alt.logical, SourceRead):
@@ -266,6 +268,41 @@ def _fill(template: LogicalPlan, children: Iterable[LogicalPlan]) -> LogicalPlan
     return fill(template)
 
 
+FORCED = tuple(m for m in METHODS if m != "auto")
+
+
+def plan_methods(
+    planner: IncrementalPlanner,
+    query: Query,
+    sql: str,
+    time_points: TimePoints,
+    objective: Objective,
+    methods: Iterable[str] = METHODS,
+    disabled: Iterable[str] = (),
+    output: str = "snapshot",
+) -> dict[str, MultiTimePlan]:
+    """Plans of ``query`` under each of ``methods``, side by side. ``auto``'s is the best of its
+    own search and every forced method's plan (:func:`best_of`), so its objective is never above
+    theirs; a forced method with no plan for the query (streaming over a delta output, say) is
+    left out."""
+    wanted = list(methods)
+    plans: dict[str, MultiTimePlan] = {}
+    errors: dict[str, TempuraError] = {}
+    for method in dict.fromkeys([*(m for m in FORCED if m in wanted or "auto" in wanted), *wanted]):
+        try:
+            plans[method] = planner.plan_standing(query, sql, time_points, objective, method, disabled, output)
+        except TempuraError as error:
+            errors[method] = error
+    if "auto" in plans:
+        chosen = best_of(plans)
+        if chosen is not plans["auto"]:
+            chosen = dataclasses.replace(chosen, method="auto", notes=[*chosen.notes, f"auto: the {chosen.method} plan is the cheapest"])
+        plans["auto"] = chosen
+    if not plans and errors:
+        raise next(iter(errors.values()))
+    return {m: plans[m] for m in wanted if m in plans}
+
+
 def best_of(plans: dict[str, MultiTimePlan]) -> MultiTimePlan:
     """``auto``'s plan: the lowest objective among ``plans`` (ties: less total work, then the
     order of the methods)."""
@@ -273,4 +310,4 @@ def best_of(plans: dict[str, MultiTimePlan]) -> MultiTimePlan:
     return min(plans.values(), key=lambda p: (round(p.cost.weighted, 3), round(p.cost.work, 3), order.index(p.method) if p.method in order else 0))
 
 
-__all__ = ["Arrival", "Extractor", "IncrementalPlanner", "best_of", "rule_names"]
+__all__ = ["FORCED", "Arrival", "Extractor", "IncrementalPlanner", "best_of", "plan_methods", "rule_names"]

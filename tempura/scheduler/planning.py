@@ -1,0 +1,132 @@
+"""From a spec to multi-time-point plans: catalog, statistics, arrival model and planner.
+
+:func:`prepare` binds a :class:`~tempura.scheduler.spec.StandingQuery` to everything the planner
+needs — the sources as catalog tables (a change-data source shows the query its data columns
+only: its op and arrival columns are change metadata), the statistics ``tempura analyze`` stored
+(or defaults from file sizes), and the arrival model: what the spec declares per source
+(``expected``), else what the data's arrival column shows when Spark can read it, else an even
+spread with a note saying so. :func:`plan_spec` plans the query under one or more methods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from tempura.algebra import Query
+from tempura.catalog import Catalog
+from tempura.cost.model import CostConstants
+from tempura.cost.vector import Objective
+from tempura.incremental import Arrival, IncrementalPlanner, plan_methods
+from tempura.scheduler.spec import StandingQuery
+from tempura.sql import parse_query
+from tempura.stats import Estimator, StatsCatalog, StatsStore
+from tempura.tvr.arrival import ArrivalModel, SourceArrival, measure
+from tempura.tvr.plan import MultiTimePlan
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from tempura.runtime.sources import SourceData
+
+DEFAULT_WORKDIR = ".tempura"
+
+
+@dataclass
+class Prepared:
+    """A spec bound to its catalog, bound query, statistics and arrival model."""
+
+    spec: StandingQuery
+    catalog: Catalog
+    query: Query
+    estimator: Estimator
+    arrival: ArrivalModel
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def objective(self) -> Objective:
+        return Objective(self.spec.weights())
+
+    def planner(self, constants: CostConstants | None = None) -> IncrementalPlanner:
+        return IncrementalPlanner(self.estimator, Arrival(self.arrival.fraction, self.arrival.insert_only), constants)
+
+
+def hidden_columns(spec: StandingQuery, table: str) -> set[str]:
+    """Columns of ``table`` the query does not see: a CDC source's op and arrival columns."""
+    source = spec.sources[table]
+    if source.changes is None:
+        return set()
+    return {source.changes.op_column.lower(), source.arrival.column.lower()}
+
+
+def needs_spark(spec: StandingQuery) -> bool:
+    """Whether planning must read the data: a source without a declared schema or arrival."""
+    return any(s.schema_ is None or s.expected is None for s in spec.sources.values())
+
+
+def prepare(spec: StandingQuery, spark: SparkSession | None = None, workdir: str | Path = DEFAULT_WORKDIR) -> Prepared:
+    """Everything the planner needs for ``spec``; ``spark`` reads schemas and measures arrival
+    where the spec does not declare them."""
+    catalog = spec.catalog()
+    all_schemas = catalog.schemas(spark)
+    schemas = {t: {c: ty for c, ty in cols.items() if c not in hidden_columns(spec, t)} for t, cols in all_schemas.items()}
+    query = parse_query(spec.sql, schemas, spec.dialect)
+    stats = StatsCatalog(catalog, StatsStore(Path(workdir)), all_schemas, spark)
+    arrival, notes = arrival_model(spec, spark)
+    return Prepared(spec, catalog, query, Estimator(stats), arrival, notes)
+
+
+def arrival_model(spec: StandingQuery, spark: SparkSession | None) -> tuple[ArrivalModel, list[str]]:
+    """The spec's declared arrival, completed by measuring the data (or an even spread)."""
+    model = spec.expected_arrival()
+    time_points = spec.time_points()
+    notes: list[str] = []
+    for name, source in spec.sources.items():
+        if name in model:
+            continue
+        if spark is not None:
+            frame = spec.catalog().tables[name].reader(spark)
+            op = source.changes.op_column if source.changes else None
+            deletes = tuple(source.changes.delete_values) if source.changes else ("D",)
+            model = model.with_source(name, measure(spark, frame, source.arrival.column, time_points, op, deletes))
+        else:
+            model = model.with_source(name, SourceArrival.uniform(time_points.k) if source.changes is None
+                                      else SourceArrival.from_fractions([1 / time_points.k] * time_points.k, deletes=True))
+            notes.append(f"source '{name}': no expected arrival declared and no data read: assumed evenly spread")
+    return model, notes
+
+
+def source_data(spec: StandingQuery, spark: SparkSession) -> dict[str, SourceData]:
+    """Every source's rows with its arrival and change columns, for the executor."""
+    from tempura.runtime.sources import SourceData
+
+    catalog = spec.catalog()
+    values = spec.time_points().values
+    out = {}
+    for name, source in spec.sources.items():
+        frame = catalog.tables[name].reader(spark)
+        changes = source.changes
+        out[name] = SourceData(
+            name, frame, source.arrival.column,
+            changes.op_column if changes else None,
+            tuple(changes.delete_values) if changes else ("D",),
+            tuple(values),
+        )
+    return out
+
+
+def plan_spec(
+    prepared: Prepared,
+    methods: Iterable[str],
+    disabled: Iterable[str] = (),
+    output: str = "snapshot",
+    constants: CostConstants | None = None,
+) -> dict[str, MultiTimePlan]:
+    """Plans of the spec's query under each of ``methods`` (see :func:`plan_methods`)."""
+    spec = prepared.spec
+    plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, spec.time_points(), prepared.objective,
+                         list(methods), disabled, output)
+    for plan in plans.values():
+        plan.notes[:0] = prepared.notes
+    return plans

@@ -1,0 +1,89 @@
+"""Printing multi-time-point plans: text per time point, the methods side by side, and DOT.
+
+The text form lists, for each time point, the fragments that run then — method label, the TVR
+form computed, what becomes of the output (result, kept state), estimated rows and cost, the
+inputs, and the physical operator tree — then the kept states, the notes (constructs that forced
+a recompute), and a table of every method's cost vector and objective beside the chosen plan's.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from tempura.cost.model import format_time
+from tempura.tvr.plan import MultiTimePlan
+
+
+def _vector(plan: MultiTimePlan) -> str:
+    return "[" + ", ".join(format_time(t) for t in plan.cost.times) + "]"
+
+
+def plan_text(plan: MultiTimePlan, physical: bool = True, sql: bool = False) -> str:
+    """One plan, time point by time point."""
+    tp = plan.time_points
+    weights = ", ".join(f"{w:g}" for w in plan.objective.weights)
+    lines = [
+        f"time points: {tp}; deliver: {', '.join(f't{i}' for i in tp.deliver)}; output: {plan.output}",
+        f"method: {plan.method} (uses {', '.join(plan.methods)}); weights: [{weights}]",
+        f"cost vector: {_vector(plan)}  objective: {format_time(plan.cost.weighted)}  work: {format_time(plan.cost.work)}",
+    ]
+    for t in tp.indices:
+        fragments = plan.at(t)
+        lines.append(f"t{t} ({tp.value(t)}): {len(fragments)} fragment{'s' if len(fragments) != 1 else ''}")
+        for f in fragments:
+            inputs = [s.view for s in f.sources] + [f"state {s}" for s in f.states]
+            keeps = f" {f.keeps}" if f.keeps else ""
+            lines.append(
+                f"  {f.id} [{f.method}] {f.form} -> {f.output}{keeps}  rows={f.rows:.4g} cost={format_time(f.cost.times[t - 1])}"
+            )
+            lines.append(f"    reads: {', '.join(inputs) if inputs else 'nothing'}")
+            if physical:
+                lines.extend("    " + line for line in f.physical.splitlines())
+            if sql:
+                lines.extend("    " + line for line in f.sql().splitlines())
+    if plan.states:
+        lines.append("states:")
+        for s in plan.states:
+            readers = ", ".join(f"{r}@t{at}" for r, at in zip(s.read_by, s.read_at))
+            lines.append(f"  {s.id} {s.form}: saved at t{s.produced_at}, read by {readers}; rows={s.rows:.4g} bytes={s.bytes:.4g}")
+    if plan.notes:
+        lines.append("notes:")
+        lines.extend(f"  {n}" for n in plan.notes)
+    return "\n".join(lines)
+
+
+def alternatives_text(plans: Mapping[str, MultiTimePlan], chosen: str = "auto") -> str:
+    """Every method's cost vector, objective and work, side by side."""
+    header = ("method", "uses", "cost vector", "objective", "work", "fragments", "states")
+    rows = [header]
+    for method, plan in plans.items():
+        mark = "*" if method == chosen else " "
+        rows.append((
+            f"{mark}{method}",
+            "+".join(plan.methods),
+            _vector(plan),
+            format_time(plan.cost.weighted),
+            format_time(plan.cost.work),
+            str(len(plan.fragments)),
+            str(len(plan.states)),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def plan_dot(plan: MultiTimePlan) -> str:
+    """Fragments as nodes (one cluster per time point), kept states as edges, in DOT."""
+    lines = ["digraph plan {", "  rankdir=LR;", "  node [shape=box, fontname=Helvetica];"]
+    for t in plan.time_points.indices:
+        lines.append(f"  subgraph cluster_t{t} {{ label=\"t{t}\";")
+        for f in plan.at(t):
+            label = f"{f.id} [{f.method}]\\n{f.form}\\n{f.output} rows={f.rows:.3g}"
+            style = ", style=bold" if f.delivers else ""
+            lines.append(f"    {f.id} [label=\"{label}\"{style}];")
+        lines.append("  }")
+    producer = {f.keeps: f.id for f in plan.fragments if f.keeps}
+    for f in plan.fragments:
+        for s in f.states:
+            lines.append(f"  {producer[s]} -> {f.id} [label=\"{s}\"];")
+    lines.append("}")
+    return "\n".join(lines)
