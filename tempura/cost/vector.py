@@ -63,51 +63,53 @@ class Objective:
         return sum(w * c for w, c in zip(self.weights, costs))
 
 
-@dataclass(frozen=True)
 class CostVector:
-    """One cost per time point (index 0 is ``t_1``), its weighted total and the output rows.
+    """One cost per time point (index 0 is ``t_1``), in nanoseconds, its weighted total and the
+    output rows.
 
     It adds and compares like :class:`Cost`: ``total`` is the objective plus the tie-breaker, so
-    the memo search minimises the objective without knowing about time.
+    the memo search minimises the objective without knowing about time. The search adds vectors
+    in its inner loop, so the entries are plain floats and the totals are computed once.
     """
 
-    entries: tuple[Cost, ...]
-    objective: Objective
-    rows: float = 0.0
+    __slots__ = ("times", "objective", "rows", "weighted", "work", "total")
+
+    def __init__(self, times: tuple[float, ...], objective: Objective, rows: float = 0.0,
+                 weighted: float | None = None, work: float | None = None) -> None:
+        self.times = times
+        self.objective = objective
+        self.rows = rows
+        self.weighted = objective.value(times) if weighted is None else weighted
+        self.work = sum(times) if work is None else work
+        self.total = self.weighted + TIE * self.work
 
     @staticmethod
     def at(time: int, cost: Cost, objective: Objective) -> CostVector:
         """``cost`` spent at time point ``time`` (1-based)."""
-        entries = [Cost()] * objective.k
-        entries[time - 1] = cost
-        return CostVector(tuple(entries), objective, cost.rows)
+        times = [0.0] * objective.k
+        spent = cost.total
+        times[time - 1] = spent
+        return CostVector(tuple(times), objective, cost.rows, objective.weights[time - 1] * spent, spent)
 
     @staticmethod
     def zero(objective: Objective) -> CostVector:
-        return CostVector(tuple([Cost()] * objective.k), objective)
-
-    @property
-    def times(self) -> tuple[float, ...]:
-        """The vector ``[c_1..c_k]`` in nanoseconds."""
-        return tuple(c.total for c in self.entries)
-
-    @property
-    def work(self) -> float:
-        return sum(self.times)
-
-    @property
-    def weighted(self) -> float:
-        return self.objective.value(self.times)
-
-    @property
-    def total(self) -> float:
-        return self.weighted + TIE * self.work
+        return CostVector((0.0,) * objective.k, objective)
 
     def __add__(self, other: CostVector) -> CostVector:
-        return CostVector(tuple(a + b for a, b in zip(self.entries, other.entries)), self.objective, self.rows + other.rows)
+        return CostVector(tuple(a + b for a, b in zip(self.times, other.times)), self.objective, self.rows + other.rows,
+                          self.weighted + other.weighted, self.work + other.work)
 
     def with_rows(self, rows: float) -> CostVector:
-        return CostVector(self.entries, self.objective, rows)
+        return CostVector(self.times, self.objective, rows, self.weighted, self.work)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CostVector) and self.times == other.times and self.objective == other.objective
+
+    def __hash__(self) -> int:
+        return hash((self.times, self.objective))
+
+    def __repr__(self) -> str:
+        return f"CostVector({self.times!r}, rows={self.rows})"
 
     def __str__(self) -> str:
         return "[" + ", ".join(format_time(t) for t in self.times) + f"] objective={format_time(self.weighted)}"

@@ -96,6 +96,7 @@ class Memo:
         self._tvr_sets: list[TvrMetaSet] = []
         self.listeners: list[Callable[[LogicalPlan, int], None]] = []
         self.root: int | None = None
+        self._added = 0
 
     # -- groups --------------------------------------------------------------------------------
 
@@ -137,6 +138,11 @@ class Memo:
         for g in self.groups:
             for e in g.exprs:
                 yield g.id, e
+
+    @property
+    def additions(self) -> int:
+        """How many expressions have been added so far: a cheap "did anything change" counter."""
+        return self._added
 
     def size(self) -> tuple[int, int]:
         """(groups, logical expressions)."""
@@ -185,6 +191,7 @@ class Memo:
                 )
         group.exprs.append(expr)
         self._table[expr] = group.id
+        self._added += 1
         for child in expr.inputs:
             self.group(child.group).parents.add(expr)  # type: ignore[attr-defined]
         for listener in self.listeners:

@@ -2,8 +2,9 @@
 
 This is the executor that proves plans correct: at each time point it registers the source
 intervals the fragments read (:mod:`tempura.runtime.sources`), runs the fragments in order as
-Spark SQL with their join hints, keeps each state a later fragment reads as parquet under a
-scratch folder (written to a temporary folder, then renamed), and returns the delivered results.
+Spark SQL with their join hints, keeps each state a later fragment reads — in memory (a local
+checkpoint, which also cuts the lineage, as a saved state would) or as parquet under a scratch
+folder (written to a temporary folder, then renamed) — and returns the delivered results.
 :func:`reference` computes what every delivery must equal: ``spark.sql(query)`` over the
 sources' snapshots as of that time point.
 """
@@ -42,7 +43,10 @@ class PlanExecutor:
     """Runs plans over ``sources``; states go to ``scratch`` (a temporary folder by default)."""
 
     def __init__(self, spark: SparkSession, sources: Mapping[str, SourceData], scratch: Path | None = None,
-                 planning: SparkPlanning | None = None) -> None:
+                 planning: SparkPlanning | None = None, states: str = "memory") -> None:
+        if states not in ("memory", "parquet"):
+            raise ValueError(f"states are kept in memory or parquet, not {states!r}")
+        self.states = states
         self.spark = spark
         self.sources = dict(sources)
         self.planning = planning or SparkPlanning()
@@ -92,9 +96,14 @@ class PlanExecutor:
         return execute(query, self.spark, fragment.hints, self.planning)
 
     def _keep(self, state: str, frame: DataFrame, run_dir: Path) -> DataFrame:
-        """Write a state as parquet (temporary folder, then rename) and register it as a view."""
+        """Keep a state (in memory, or as parquet: temporary folder, then rename) and register it
+        as a view."""
         from pyspark.errors import PySparkException
 
+        if self.states == "memory":
+            kept = frame.localCheckpoint(eager=True)
+            kept.createOrReplaceTempView(state)
+            return kept
         final = run_dir / state
         pending = run_dir / f".{state}.pending"
         try:

@@ -112,7 +112,7 @@ class SparkSqlGenerator:
     # -- blocks --------------------------------------------------------------------------------
 
     def _close(self, block: Block) -> exp.Select:
-        if block.select is not None:
+        if block.select:
             items = block.select
         elif block.columns:
             items = [exp.alias_(e, name) for name, e in block.columns.items()]

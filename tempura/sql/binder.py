@@ -99,6 +99,35 @@ def spark_type(node: exp.Expr | None) -> str:
     return dtype.sql(dialect="spark").lower().replace(", ", ",")
 
 
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")
+
+
+def aggregate_type(call: exp.Expr) -> str:
+    """The Spark result type of an aggregate call: sqlglot's annotation, corrected where Spark
+    widens (``SUM`` of an integral is ``bigint``, of ``decimal(p,s)`` is ``decimal(p+10,s)``;
+    ``AVG`` of ``decimal(p,s)`` is ``decimal(p+4,s+4)``, of anything else ``double``)."""
+    inner = call.this if isinstance(call, exp.Filter) else call
+    if isinstance(inner, exp.Count):
+        return "bigint"
+    if not isinstance(inner, (exp.Sum, exp.Avg)):
+        return spark_type(call)
+    argument = inner.this.this if isinstance(inner.this, exp.Distinct) else inner.this
+    arg_type = spark_type(argument)
+    if arg_type.startswith("decimal"):
+        inside = arg_type[arg_type.index("(") + 1 : -1] if "(" in arg_type else "10,0"
+        p, s = (int(x) for x in inside.split(","))
+        if isinstance(inner, exp.Sum):
+            return f"decimal({min(38, p + 10)},{s})"
+        return f"decimal({min(38, p + 4)},{min(38, s + 4)})"
+    if isinstance(inner, exp.Avg):
+        return "double" if arg_type != UNKNOWN_TYPE else spark_type(call)
+    if arg_type in _INTEGRAL:
+        return "bigint"
+    if arg_type in ("float", "double", "real"):
+        return "double"
+    return spark_type(call)
+
+
 def is_subquery_node(node: exp.Expr) -> bool:
     """Whether ``node`` opens a nested query (scalar subquery, EXISTS, IN (SELECT ...))."""
     return isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query") is not None)
@@ -559,7 +588,7 @@ class Binder:
             inner = call.this if isinstance(call, exp.Filter) else call
             display = aliases.get(call, inner.key)
             nullable = not isinstance(inner, exp.Count)
-            field_ = Field(self.names.fresh(display), spark_type(call), nullable)
+            field_ = Field(self.names.fresh(display), aggregate_type(call), nullable)
             call_columns[resolved] = field_.name
             agg_calls.append(AggregateCall(field_, resolved))
         input_columns = frozenset(plan.schema.names)

@@ -28,6 +28,7 @@ class TvrEstimator:
     def __init__(self, estimator: Estimator, fraction: Fraction) -> None:
         self.estimator = estimator
         self.fraction = fraction
+        self._reads: dict[SourceRead, RelStats] = {}
 
     def derive(self, plan: LogicalPlan, inputs: list[RelStats]) -> RelStats:
         if isinstance(plan, SourceRead):
@@ -39,6 +40,12 @@ class TvrEstimator:
         return self.estimator.derive(plan, inputs)
 
     def _source(self, plan: SourceRead) -> RelStats:
+        known = self._reads.get(plan)
+        if known is None:
+            known = self._reads[plan] = self._read(plan)
+        return known
+
+    def _read(self, plan: SourceRead) -> RelStats:
         base = self.estimator.derive(plan.scan, [])
         rows = base.rows * self.fraction(plan.scan.table, plan.start, plan.end)
         columns = {name: scale_column(stats, base.rows, rows) for name, stats in base.columns.items()}

@@ -129,7 +129,7 @@ class ToDelta(TvrOperator):
 
     def lower(self, inputs: Sequence[LogicalPlan]) -> LogicalPlan:
         (child,) = inputs
-        return _keep(child, child.schema.names, (Projection(MULT_FIELD, exp.Literal.number(self.sign)),))
+        return _keep(child, child.schema.names, (Projection(MULT_FIELD, exp.cast(exp.Literal.number(self.sign), "bigint")),))
 
 
 @dataclass(frozen=True, eq=False)

@@ -81,12 +81,16 @@ def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> 
     assert arg is not None, f"{fn} needs an argument"
     if fn in ("sum", "avg"):
         sum_name = f"{name}__sum"
-        signed = exp.Mul(this=exp.Paren(this=arg.copy()), expression=col(MULT))
         sum_type = _sum_type(call, input_schema)
-        return [
-            PartialColumn(Field(sum_name, sum_type, True), exp.Sum(this=arg.copy()), exp.Sum(this=signed), exp.Sum(this=col(sum_name))),
-            count,
-        ]
+        decimal = sum_type.startswith("decimal")
+        plain = arg.copy() if decimal or fn == "sum" else exp.cast(arg.copy(), sum_type)  # AVG sums doubles
+        signed = exp.Mul(this=exp.Paren(this=plain.copy()), expression=col(MULT))
+
+        def total(of: exp.Expr) -> exp.Expr:
+            # SUM widens decimals (and a product with the multiplicity): keep the declared type
+            return exp.cast(exp.Sum(this=of), sum_type) if decimal else exp.Sum(this=of)
+
+        return [PartialColumn(Field(sum_name, sum_type, True), total(plain), total(signed), total(col(sum_name))), count]
     value_name = f"{name}__v"
     agg = exp.Min if fn == "min" else exp.Max
     return [PartialColumn(Field(value_name, call.field.type, True), agg(this=arg.copy()), agg(this=arg.copy()), agg(this=col(value_name)))]

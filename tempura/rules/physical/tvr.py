@@ -49,6 +49,9 @@ class TimedImplementer:
         self.objective = objective
         self.inner = inner
         self._available: dict[int, int] = {}
+        # the Spark alternatives of an expression do not depend on time: derive them once
+        self._untimed: dict[tuple[int, LogicalPlan, Props], Sequence[Alternative]] = {}
+        self._timed: dict[tuple[int, LogicalPlan, Props], list[Alternative]] = {}
 
     def available(self, group: int) -> int:
         return available(self.memo, group, self._available)
@@ -57,12 +60,20 @@ class TimedImplementer:
         time = required.time
         if time < self.available(group.id):
             return []
+        timed = self._timed.get((group.id, expr, required))
+        if timed is not None:
+            return timed
         untimed = required.at(0)
-        if isinstance(expr, (SourceRead, Repeat)):
-            alternatives: Sequence[Alternative] = self._tvr(group, expr)
-        else:
-            alternatives = self.inner.implement(group, expr, untimed)
-        return [self._at(a, time) for a in alternatives]
+        key = (group.id, expr, untimed)
+        alternatives = self._untimed.get(key)
+        if alternatives is None:
+            if isinstance(expr, (SourceRead, Repeat)):
+                alternatives = self._tvr(group, expr)
+            else:
+                alternatives = self.inner.implement(group, expr, untimed)
+            self._untimed[key] = alternatives
+        timed = self._timed[(group.id, expr, required)] = [self._at(a, time) for a in alternatives]
+        return timed
 
     def enforce(self, group: Group, required: Props) -> Sequence[Alternative]:
         time = required.time

@@ -4,6 +4,7 @@
 |---|---|
 | generating, snapshots | ``tvr-snapshot-scan``, ``tvr-snapshot`` (recompute: always on) |
 | generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-union`` |
+| semi- and anti-joins | ``tvr-delta-semi-anti-join`` |
 | outer-join view maintenance | ``tvr-delta-outer-join`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize`` |
 | intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
@@ -31,6 +32,7 @@ from tempura.rules.tvr.generating import (
     SnapshotScan,
 )
 from tempura.rules.tvr.intra import DeltaMerge, DeltaMergeInner, SnapshotToDelta, StreamingAccumulate
+from tempura.rules.tvr.semijoin import DeltaSemiAntiJoin
 from tempura.rules.tvr.streaming import StreamingAggregateSplit, StreamingOuterJoinSplit
 
 RULES: tuple[TvrRule, ...] = (
@@ -42,6 +44,7 @@ RULES: tuple[TvrRule, ...] = (
     DeltaJoin(),
     DeltaUnion(),
     DeltaOuterJoin(),
+    DeltaSemiAntiJoin(),
     PartialSnapshotRule(),
     ValueDeltaRule(),
     StreamingOuterJoinSplit(),
@@ -58,8 +61,9 @@ RULE_NAMES = tuple(r.name for r in RULES)
 
 _BATCH = {"tvr-snapshot-scan", "tvr-snapshot"}
 _DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-join", "tvr-delta-union"}
+_SEMI = {"tvr-delta-semi-anti-join"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize"}
-_IVM = _BATCH | _DELTAS | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta"}
+_IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta"}
 _OJV = _IVM | {"tvr-delta-outer-join"}
 
 METHODS: dict[str, frozenset[str]] = {

@@ -59,7 +59,7 @@ class Expansion:
         rules: Sequence[TvrRule],
         insert_only: Callable[[Scan], bool],
         root: int,
-        forced: bool = False,
+        forced: str | None = None,
     ) -> None:
         self.memo = memo
         self.k = k
@@ -76,6 +76,7 @@ class Expansion:
         self._unit: dict[int, bool] = {}
         self._spine = self._root_spine()
         self.forced = forced
+        self.qp_groups: set[int] = set()  # template groups that are the QP part of a streaming split
         self._top = self._top_of_spine()
 
     # -- queries rules ask ---------------------------------------------------------------------
@@ -151,10 +152,24 @@ class Expansion:
 
     def recompute_allowed(self, group: int, form: Form) -> bool:
         """Under a forced incremental method, the view's snapshots (and an aggregate view's
-        partial states) after the first come from its incremental rules; recompute stays the
-        fallback when there are none."""
-        kinds = (FormKind.SNAPSHOT, FormKind.PARTIAL)
-        return not (self.forced and form.kind in kinds and form.end > 1 and self.memo.find(group) == self._top)
+        partial states) after the first come from its incremental rules, and so do the kept join
+        states of higher-order deltas; recompute stays the fallback when there are none."""
+        if self.forced is None or form.kind not in (FormKind.SNAPSHOT, FormKind.PARTIAL) or form.end < 2:
+            return True
+        group = self.memo.find(group)
+        if group == self._top:
+            return False
+        if self.forced == "streaming" and group in {self.memo.find(g) for g in self.qp_groups}:
+            return False  # QP is what streaming emits early: it is never recomputed
+        if self.forced == "higher-order" and not self.on_spine(group):
+            from tempura.algebra import Join
+
+            return not any(isinstance(e, Join) for e in self.template_exprs(group))
+        return True
+
+    def has_form(self, group: int, form: Form) -> bool:
+        """Whether ``form`` of ``group`` already has a group (made by some rule)."""
+        return (self.memo.find(group), form) in self._forms
 
     def aggregate_of(self, group: int) -> Aggregate | Distinct | None:
         for e in self.template_exprs(group):
@@ -223,7 +238,7 @@ class Expansion:
     def _insert(self, key: tuple[int, Form], plan: LogicalPlan, rule: str) -> None:
         group, form = key
         target = self._forms.get(key)
-        before = self.memo.size()
+        before = self.memo.additions
         # TVR operators enter the memo as the ordinary operators they lower to, so that the
         # ordinary physical rules implement and cost them as Spark runs them
         plan = lower_plan(plan, keep_reads=True)
@@ -234,7 +249,7 @@ class Expansion:
             self.report.forms += 1
         else:
             self._forms[key] = self.memo.find(made)
-        if self.memo.size() != before:
+        if self.memo.additions != before:
             self.report.fired(rule)
             root = plan if isinstance(plan, GroupRef) else self.memo.canonical(self._registered(plan))
             self.origin.setdefault(root, rule)
@@ -243,10 +258,6 @@ class Expansion:
         """``plan``'s root as the memo holds it (inputs as group references)."""
         refs = [self.memo.ref(self.memo.insert(c)) for c in plan.inputs]
         return plan.with_inputs(*refs) if refs else plan
-
-    def forms_of(self, group: int) -> dict[Form, int]:
-        group = self.memo.find(group)
-        return {f: self.memo.find(g) for (t, f), g in self._forms.items() if self.memo.find(t) == group}
 
     def note_recompute(self, expr: LogicalPlan, why: str) -> None:
         self.report.recompute.setdefault(f"{expr.operator} {expr.details()}".strip(), why)

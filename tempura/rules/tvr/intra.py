@@ -90,8 +90,11 @@ class SnapshotToDelta(TvrRule):
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
         if x.unit_delta(group):
             return []  # its generating rules give the delta with every multiplicity 1
+        generated = x.has_form(group, form)
+        if generated and x.forced is not None:
+            return []  # a forced method uses its delta rules; the difference is only a fallback
         exprs = x.template_exprs(group)
-        if not x.forms_of(group).get(form) and exprs:
+        if not generated and exprs:
             x.note_recompute(exprs[0], "no delta rule: its delta is the difference of two recomputed snapshots")
         new = x.ss(group, form.end)
         if new is None:

@@ -39,7 +39,9 @@ def split_parts(x: Expansion, join: Join) -> tuple[int, int] | None:
     if join.kind in (JoinKind.RIGHT, JoinKind.FULL):
         unmatched.append(_padded(Join(JoinKind.ANTI, join.right, join.left, join.condition), join, True, fields))
     qn = unmatched[0] if len(unmatched) == 1 else Union(unmatched[0], unmatched[1], True, fields)
-    return x.memo.insert(qp), x.memo.insert(qn)
+    qp_group = x.memo.insert(qp)
+    x.qp_groups.add(qp_group)
+    return qp_group, x.memo.insert(qn)
 
 
 class StreamingOuterJoinSplit(TvrRule):
@@ -90,12 +92,15 @@ class StreamingAggregateSplit(TvrRule):
             return []
         keys, calls = aggregate_parts(expr)
         states = []
-        for part in parts:
+        for index, part in enumerate(parts):
             plan: LogicalPlan = x.memo.ref(part)
             for link in reversed(chain):
                 plan = link.with_inputs(plan)
             plan = expr.with_inputs(plan)
-            state = x.ps(x.memo.insert(plan), form.end)
+            aggregate = x.memo.insert(plan)
+            if index == 0:
+                x.qp_groups.add(aggregate)
+            state = x.ps(aggregate, form.end)
             if state is None:
                 return []
             states.append(state)

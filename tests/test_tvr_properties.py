@@ -1,0 +1,454 @@
+"""Property tests of the standing-query planner: every method's plan, run on Spark time point by
+time point, delivers what ``spark.sql`` of the query delivers over the sources' snapshots.
+
+Hypothesis draws small tables (small domains, so that joins match and groups collide, with
+NULLs), an arrival time point per row, deletions for some tables, and a query from a small
+grammar printed as Spark SQL:
+
+- a *base*: one table; an inner, left, right or full outer join of two or three tables (on
+  equalities, with an extra conjunct or a non-equality now and then); a ``UNION ALL`` of two
+  tables' rows; an aggregate joined to a table;
+- a *shape* over it: a projection with a ``WHERE``, the same with ``DISTINCT``, an aggregate
+  (``SUM``, ``COUNT(*)``, ``COUNT(x)``, ``AVG``, ``MIN``, ``MAX``, with or without ``GROUP BY``,
+  with or without ``HAVING``), an aggregate over a ``DISTINCT`` subquery, or a ``UNION ALL`` of
+  two projections.
+
+The properties:
+
+- :func:`test_every_method_delivers_the_reference`: for every plan of :func:`plan_methods` (each
+  forced method and ``auto``), the rows delivered at every time point equal
+  :func:`~tempura.runtime.multitime.reference` at that time point. The objective alternates
+  between ``deadline`` and ``total`` across examples;
+- :func:`test_auto_is_the_cheapest`: ``auto``'s objective is at most every other plan's, under
+  both objectives.
+
+The regression examples at the end (:data:`EXAMPLES`) name one grammar feature each, on fixed
+data with deletions, so that a failure there reads as the feature that broke.
+
+Plans whose fragments print the same SQL are run once. Spark runs with one shuffle partition
+and without code generation, which on data this small is several times faster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Iterator, Sequence
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from statsfile import StatsFile
+from tempura.cost.vector import Objective
+from tempura.incremental import Arrival, IncrementalPlanner, plan_methods
+from tempura.runtime import compare_results
+from tempura.runtime import multitime
+from tempura.runtime.multitime import PlanExecutor, reference
+from tempura.runtime.sources import SourceData
+from tempura.sql import parse_query
+from tempura.stats.estimate import Estimator
+from tempura.tvr import TimePoints
+from tempura.tvr.plan import MultiTimePlan
+
+pytestmark = pytest.mark.spark
+
+Row = tuple[Any, ...]
+
+# -- the tables ------------------------------------------------------------------------------------
+
+ARRIVAL = "ts"
+OP = "op"
+
+# Data columns of each table: (name, Spark type). Small domains make joins match and groups collide.
+TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "r": (("a", "int"), ("b", "int"), ("s", "string")),
+    "u": (("a", "int"), ("c", "int"), ("s", "string")),
+    "w": (("a", "int"), ("d", "decimal(5,2)")),
+}
+DOMAINS: dict[str, tuple[Any, ...]] = {
+    "int": (None, 0, 1, 2, 3),
+    "string": (None, "x", "y"),
+    "decimal(5,2)": (None, Decimal("1.50"), Decimal("-0.25"), Decimal("2.00")),
+}
+
+
+@dataclass(frozen=True)
+class Table:
+    """One source: rows ``(data..., arrival)`` and, with deletions, ``(data..., arrival, op)``."""
+
+    name: str
+    rows: tuple[Row, ...]
+    deletions: bool
+
+    def schema(self) -> dict[str, str]:
+        """The columns a query sees: an insert-only source's arrival column is an ordinary one."""
+        columns = dict(TABLES[self.name])
+        if not self.deletions:
+            columns[ARRIVAL] = "int"
+        return columns
+
+    def all_columns(self) -> list[tuple[str, str]]:
+        columns = [*TABLES[self.name], (ARRIVAL, "int")]
+        return columns + [(OP, "string")] if self.deletions else columns
+
+
+@dataclass(frozen=True)
+class Case:
+    """A query over tables with ``k`` time points, planned under ``objective``."""
+
+    sql: str
+    tables: tuple[Table, ...]
+    k: int
+    objective: str = "deadline"
+
+    def __str__(self) -> str:
+        lines = [f"k={self.k} objective={self.objective}", self.sql]
+        for t in self.tables:
+            lines.append(f"{t.name}{' (with deletions)' if t.deletions else ''}: {list(t.rows)}")
+        return "\n".join(lines)
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return f"'{value}'"
+    return str(value)
+
+
+def frame(spark: Any, table: Table) -> Any:
+    """The table's rows as a Spark DataFrame over a local relation (no Python workers)."""
+    columns = table.all_columns()
+    casts = ", ".join(f"CAST({c} AS {t}) AS {c}" for c, t in columns)
+    if not table.rows:
+        return spark.sql(f"SELECT {casts} FROM (SELECT {', '.join(f'NULL AS {c}' for c, _ in columns)}) WHERE FALSE")
+    body = ", ".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in table.rows)
+    return spark.sql(f"SELECT {casts} FROM VALUES {body} AS v({', '.join(c for c, _ in columns)})")
+
+
+# -- data ----------------------------------------------------------------------------------------
+
+
+@st.composite
+def tables(draw: st.DrawFn, k: int, deletions: frozenset[str], max_rows: int = 12) -> tuple[Table, ...]:
+    """Every table of :data:`TABLES`; those in ``deletions`` also delete some of their rows, each
+    at a time point after the one it arrived at."""
+    out = []
+    for name, columns in TABLES.items():
+        row = st.tuples(*(st.sampled_from(DOMAINS[t]) for _, t in columns))
+        inserted = draw(st.lists(st.tuples(row, st.integers(1, k)), max_size=max_rows))
+        if name not in deletions:
+            out.append(Table(name, tuple((*data, at) for data, at in inserted), False))
+            continue
+        rows: list[Row] = [(*data, at, "I") for data, at in inserted]
+        for data, at in inserted:
+            if at < k and draw(st.booleans()):
+                rows.append((*data, draw(st.integers(at + 1, k)), "D"))
+        out.append(Table(name, tuple(rows), True))
+    return tuple(out)
+
+
+# -- the query grammar -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    sql: str
+    kind: str  # "num" or "str"
+
+
+@dataclass(frozen=True)
+class Base:
+    """A FROM clause and the columns it offers."""
+
+    sql: str
+    columns: tuple[Column, ...]
+    tables: frozenset[str] = field(default_factory=frozenset)
+
+    def of(self, kind: str) -> list[Column]:
+        return [c for c in self.columns if c.kind == kind]
+
+
+def _columns(alias: str, table: str) -> tuple[Column, ...]:
+    return tuple(Column(f"{alias}.{c}", "str" if t == "string" else "num") for c, t in TABLES[table])
+
+
+JOIN_KINDS = ("JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN")
+
+
+def single(table: str) -> Base:
+    return Base(table, _columns(table, table), frozenset({table}))
+
+
+@st.composite
+def join_condition(draw: st.DrawFn, left: str, right: str) -> str:
+    """Mostly key equalities; sometimes a filter in ``ON`` or a non-equality."""
+    shared_str = all(any(c == "s" for c, _ in TABLES[t]) for t in (left, right))
+    choices = [f"{left}.a = {right}.a", f"{left}.a = {right}.a", f"{left}.a = {right}.a AND {right}.a > 0"]
+    if shared_str:
+        choices += [f"{left}.s = {right}.s", f"{left}.a = {right}.a AND {left}.s = {right}.s"]
+    other = [c for c, t in TABLES[right] if c not in ("a", "s")][0]
+    choices += [f"{left}.a = {right}.a AND {right}.{other} IS NOT NULL", f"{left}.a < {right}.a"]
+    return draw(st.sampled_from(choices))
+
+
+@st.composite
+def bases(draw: st.DrawFn, allow_derived: bool = True) -> Base:
+    options = ["single", "join", "join"]
+    if allow_derived:
+        options += ["join3", "union", "aggregate-join"]
+    option = draw(st.sampled_from(options))
+    if option == "single":
+        return single(draw(st.sampled_from(sorted(TABLES))))
+    if option == "join":
+        left, right = draw(st.sampled_from([("r", "u"), ("u", "r"), ("r", "w"), ("w", "u")]))
+        kind = draw(st.sampled_from(JOIN_KINDS))
+        on = draw(join_condition(left, right))
+        return Base(f"{left} {kind} {right} ON {on}", _columns(left, left) + _columns(right, right), frozenset({left, right}))
+    if option == "join3":
+        kind1, kind2 = draw(st.sampled_from(JOIN_KINDS)), draw(st.sampled_from(JOIN_KINDS))
+        on1 = draw(join_condition("r", "u"))
+        on2 = draw(st.sampled_from(["u.a = w.a", "r.a = w.a", "r.a = w.a AND w.d > 0"]))
+        text = f"r {kind1} u ON {on1} {kind2} w ON {on2}"
+        return Base(text, _columns("r", "r") + _columns("u", "u") + _columns("w", "w"), frozenset({"r", "u", "w"}))
+    if option == "union":
+        first = draw(st.sampled_from(["SELECT r.a AS a, r.b AS v, r.s AS s FROM r", "SELECT r.a AS a, r.b AS v, r.s AS s FROM r WHERE r.b > 0"]))
+        second = draw(st.sampled_from(["SELECT u.a, u.c, u.s FROM u", "SELECT u.c, u.a, u.s FROM u WHERE u.s IS NOT NULL"]))
+        return Base(f"({first} UNION ALL {second}) AS x", (Column("x.a", "num"), Column("x.v", "num"), Column("x.s", "str")), frozenset({"r", "u"}))
+    # an aggregate joined to a table
+    kind = draw(st.sampled_from(JOIN_KINDS))
+    grouped = draw(st.sampled_from([
+        "SELECT r.a AS a, SUM(r.b) AS sb, COUNT(*) AS n FROM r GROUP BY r.a",
+        "SELECT r.a AS a, MAX(r.s) AS sb, COUNT(r.b) AS n FROM r WHERE r.b IS NOT NULL GROUP BY r.a",
+        "SELECT r.s AS a, MIN(r.b) AS sb, COUNT(*) AS n FROM r GROUP BY r.s",
+    ]))
+    key = "u.s" if "r.s AS a" in grouped else "u.a"
+    sb_kind = "str" if "MAX(r.s)" in grouped else "num"
+    a_kind = "str" if key == "u.s" else "num"
+    return Base(
+        f"({grouped}) AS g {kind} u ON g.a = {key}",
+        (Column("g.a", a_kind), Column("g.sb", sb_kind), Column("g.n", "num")) + _columns("u", "u"),
+        frozenset({"r", "u"}),
+    )
+
+
+@st.composite
+def atoms(draw: st.DrawFn, base: Base) -> str:
+    column = draw(st.sampled_from(base.columns))
+    if column.kind == "str":
+        return draw(st.sampled_from([f"{column.sql} = 'x'", f"{column.sql} <> 'y'", f"{column.sql} IS NULL", f"{column.sql} IS NOT NULL"]))
+    n = draw(st.integers(0, 2))
+    return draw(st.sampled_from([f"{column.sql} > {n}", f"{column.sql} <= {n}", f"{column.sql} = {n}", f"{column.sql} IS NULL",
+                                 f"{column.sql} IS NOT NULL"]))
+
+
+@st.composite
+def predicates(draw: st.DrawFn, base: Base) -> str:
+    first = draw(atoms(base))
+    how = draw(st.sampled_from(["one", "one", "and", "or", "not"]))
+    if how == "one":
+        return first
+    if how == "not":
+        return f"NOT ({first})"
+    second = draw(atoms(base))
+    return f"({first} {how.upper()} {second})"
+
+
+def _expression(column: Column, how: int) -> str:
+    if column.kind == "num":
+        return [column.sql, f"COALESCE({column.sql}, -1)", f"{column.sql} + 1"][how % 3]
+    return [column.sql, f"COALESCE({column.sql}, '-')"][how % 2]
+
+
+@st.composite
+def selections(draw: st.DrawFn, base: Base, kinds: Sequence[str] | None = None) -> list[Column]:
+    """Expressions over ``base`` (of ``kinds``, when given), aliased ``c0, c1, ...``."""
+    if kinds is None:
+        chosen = draw(st.lists(st.sampled_from(base.columns), min_size=1, max_size=3))
+    else:
+        chosen = [draw(st.sampled_from(base.of(kind))) for kind in kinds]
+    return [Column(f"{_expression(c, draw(st.integers(0, 2)))} AS c{i}", c.kind) for i, c in enumerate(chosen)]
+
+
+def _list(columns: Sequence[Column]) -> str:
+    return ", ".join(c.sql for c in columns)
+
+
+@st.composite
+def aggregate_calls(draw: st.DrawFn, base: Base) -> str:
+    column = draw(st.sampled_from(base.columns))
+    functions = ["COUNT(*)", "COUNT({})", "MIN({})", "MAX({})"]
+    if column.kind == "num":
+        functions += ["SUM({})", "AVG({})", "SUM({})", "SUM(COALESCE({}, 1))"]
+    return draw(st.sampled_from(functions)).format(column.sql)
+
+
+@st.composite
+def aggregates(draw: st.DrawFn, base: Base, where: str) -> str:
+    keys = draw(st.lists(st.sampled_from(base.columns), max_size=2, unique=True))
+    calls = draw(st.lists(aggregate_calls(base), min_size=1, max_size=3))
+    items = [f"{k.sql} AS g{i}" for i, k in enumerate(keys)] + [f"{c} AS m{i}" for i, c in enumerate(calls)]
+    text = f"SELECT {', '.join(items)} FROM {base.sql}{where}"
+    if keys:
+        text += f" GROUP BY {', '.join(k.sql for k in keys)}"
+    if draw(st.integers(0, 3)) == 0:
+        having = draw(st.sampled_from(["COUNT(*) > 1", "{} IS NOT NULL", "COUNT({}) >= 1"]))
+        if "{}" in having:
+            call = draw(aggregate_calls(base))
+            having = having.format(call)
+        text += f" HAVING {having}"
+    return text
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> tuple[str, frozenset[str]]:
+    """A query and the tables it reads."""
+    shape = draw(st.sampled_from(["project", "distinct", "aggregate", "aggregate", "aggregate-distinct", "union"]))
+    if shape == "union":
+        kinds = draw(st.lists(st.sampled_from(["num", "str"]), min_size=1, max_size=2))
+        parts, read = [], set()
+        for _ in range(2):
+            base = draw(bases(allow_derived=False).filter(lambda b: all(b.of(k) for k in kinds)))
+            where = f" WHERE {draw(predicates(base))}" if draw(st.booleans()) else ""
+            parts.append(f"SELECT {_list(draw(selections(base, kinds)))} FROM {base.sql}{where}")
+            read |= base.tables
+        return " UNION ALL ".join(parts), frozenset(read)
+    base = draw(bases())
+    where = f" WHERE {draw(predicates(base))}" if draw(st.booleans()) else ""
+    if shape in ("project", "distinct"):
+        distinct = "DISTINCT " if shape == "distinct" else ""
+        return f"SELECT {distinct}{_list(draw(selections(base)))} FROM {base.sql}{where}", base.tables
+    if shape == "aggregate":
+        return draw(aggregates(base, where)), base.tables
+    inner = draw(selections(base))
+    outer = Base(f"(SELECT DISTINCT {_list(inner)} FROM {base.sql}{where}) AS d",
+                 tuple(Column(f"d.c{i}", c.kind) for i, c in enumerate(inner)))
+    return draw(aggregates(outer, "")), base.tables
+
+
+@st.composite
+def cases(draw: st.DrawFn, objective: str | None = None) -> Case:
+    k = draw(st.integers(2, 5))
+    sql, read = draw(queries())
+    with_deletions = draw(st.sets(st.sampled_from(sorted(read))))
+    data = draw(tables(k, frozenset(with_deletions)))
+    return Case(sql, tuple(t for t in data if t.name in read), k, objective or draw(st.sampled_from(["deadline", "total"])))
+
+
+# -- planning and running --------------------------------------------------------------------------
+
+
+def objective_of(case: Case) -> Objective:
+    return Objective.deadline(case.k) if case.objective == "deadline" else Objective.total(case.k)
+
+
+def plan_case(case: Case, objective: Objective | None = None) -> dict[str, MultiTimePlan]:
+    schemas = {t.name: t.schema() for t in case.tables}
+    query = parse_query(case.sql, schemas)
+    with_deletions = {t.name for t in case.tables if t.deletions}
+    k = case.k
+    arrival = Arrival(fraction=lambda _table, start, end: (end - start) / k, insert_only=lambda table: table not in with_deletions)
+    planner = IncrementalPlanner(Estimator(StatsFile(schemas).lookup), arrival)
+    values = tuple(range(1, k + 1))
+    return plan_methods(planner, query, case.sql, TimePoints(values, values), objective or objective_of(case))
+
+
+def plan_key(plan: MultiTimePlan) -> tuple[tuple[int, str, bool, str | None], ...]:
+    """Plans with the same key run the same SQL at the same time points."""
+    return tuple((f.time, f.sql(), f.delivers, f.keeps) for f in plan.fragments)
+
+
+def describe(plan: MultiTimePlan) -> str:
+    lines = [f"method {plan.method}: {plan.summary()}"]
+    for f in plan.fragments:
+        lines.append(f"-- {f.id} at t{f.time} ({f.method}, {f.form}, {f.output}{' ' + f.keeps if f.keeps else ''})")
+        lines.append(f.sql())
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def registering_once() -> Iterator[None]:
+    """Within one case, each source read is registered as a view once: the executor registers
+    the reads of every fragment, and a snapshot of a source with deletions costs a Spark job (its
+    validity check). A view's name fixes its source and interval, so a second registration
+    would register the same rows again."""
+    registered: set[tuple[int, str]] = set()
+    register = multitime.register_read
+
+    def once(spark: Any, source: SourceData, start: int, end: int, delta: bool, view: str) -> None:
+        key = (id(spark), view)
+        if key not in registered:
+            register(spark, source, start, end, delta, view)
+            registered.add(key)
+
+    with mock.patch.object(multitime, "register_read", once):
+        yield
+
+
+def check_case(spark: Any, case: Case) -> None:
+    """Every plan of ``case`` delivers the reference at every time point."""
+    plans = plan_case(case)
+    query = parse_query(case.sql, {t.name: t.schema() for t in case.tables})
+    values = tuple(range(1, case.k + 1))
+    sources = {
+        t.name: SourceData(t.name, frame(spark, t), ARRIVAL, OP if t.deletions else None, time_values=values) for t in case.tables
+    }
+    expected = {v: reference(spark, case.sql, sources, v) for v in values}
+    runs: dict[tuple[Any, ...], dict[int, list[Row]]] = {}
+    with registering_once(), PlanExecutor(spark, sources) as executor:
+        for method, plan in plans.items():
+            key = plan_key(plan)
+            if key not in runs:
+                runs[key] = executor.run(plan).results
+            for v in values:
+                outcome = compare_results(expected[v], runs[key].get(v, []), query.ordered, query.order_keys)
+                assert outcome.equal, (
+                    f"{method} at t{v}: {outcome.reason}\n{case}\nexpected {sorted(expected[v], key=repr)}\n"
+                    f"actual   {sorted(runs[key].get(v, []), key=repr)}\n{describe(plan)}"
+                )
+
+
+FAST = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+
+@pytest.fixture(scope="module")
+def fast_spark(spark: Any) -> Iterator[Any]:
+    """The session with settings for tiny data, restored afterwards."""
+    before = {key: spark.conf.get(key, None) for key in FAST}
+    for key, value in FAST.items():
+        spark.conf.set(key, value)
+    yield spark
+    for key, value in before.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+
+
+# -- the properties --------------------------------------------------------------------------------
+
+SETTINGS = dict(deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(max_examples=8, **SETTINGS)  # type: ignore[arg-type]
+@given(case=cases())
+def test_every_method_delivers_the_reference(fast_spark: Any, case: Case) -> None:
+    check_case(fast_spark, case)
+
+
+@settings(max_examples=60, **SETTINGS)  # type: ignore[arg-type]
+@given(case=cases())
+def test_auto_is_the_cheapest(case: Case) -> None:
+    for objective in (Objective.deadline(case.k), Objective.total(case.k)):
+        plans = plan_case(case, objective)
+        auto = plans["auto"].cost.weighted
+        for method, plan in plans.items():
+            assert auto <= plan.cost.weighted * (1 + 1e-9) + 1e-3, f"auto {auto} > {method} {plan.cost.weighted}\n{case}"
