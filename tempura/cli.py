@@ -358,6 +358,26 @@ def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, .
 METHOD_CHOICES = ["auto", "batch", "ivm", "streaming", "ojv", "higher-order"]
 
 
+@bench.command("tvr-planning")
+@click.option("--repeat", default=3, show_default=True, type=int, help="Runs per measurement (median).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--stats", "stats_file", default=None, type=click.Path(dir_okay=False),
+              help="TPC-H statistics JSON (default: scale 0.01, shipped with the benchmark).")
+@click.option("--query", "queries", multiple=True, help="Only these queries (q01 … q22).")
+@user_errors
+def bench_tvr_planning(repeat: int, out: str, stats_file: str | None, queries: tuple[str, ...]) -> None:
+    """Planning time over 4 time points, memo sizes, memo copy against full expansion at 8."""
+    from rich.console import Console
+
+    from benchmarks import tvr_planning
+
+    console = Console(stderr=True)
+    names = [f"q{int(q.lstrip('qQ')):02d}" for q in queries] if queries else None
+    stats = Path(stats_file) if stats_file else tvr_planning.STATS
+    report = tvr_planning.run(Path(out), repeat, stats, names, lambda m: console.log(m))
+    click.echo(json.dumps(report["summary"], indent=2))
+
+
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @user_errors

@@ -27,13 +27,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from tempura.algebra import LogicalPlan, Query, SetOperation
+from tempura.algebra import LogicalPlan, Query
 from tempura.cost.model import CostConstants, format_time
 from tempura.cost.vector import CostVector, Objective
 from tempura.errors import TempuraError
 from tempura.memo import GroupRef, Memo, Search
 from tempura.memo.properties import Props
-from tempura.planner import JoinHint, Planner, _in_order, _to_logical, rule_names
+from tempura.planner import JoinHint, Planner, _in_order, _to_logical, fill_template, rule_names
 from tempura.rules.physical import PartialAggregate, SparkImplementer
 from tempura.rules.physical.tvr import LOAD, TimedImplementer
 from tempura.rules.tvr import METHODS, RULE_NAMES, RULES, Expansion, rules_for
@@ -85,13 +85,15 @@ class IncrementalPlanner(Planner):
         disabled: Iterable[str] = (),
         output: str = "snapshot",
         join_orders: str = "auto",
+        copy: bool = True,
     ) -> MultiTimePlan:
         """The cheapest plan of ``query`` over ``time_points`` with the rules of ``method``.
 
         ``join_orders="all"`` expands every join order of the logical memo over time;
         ``"best"`` only the order the one-time-point search picks; ``"auto"`` is ``all`` up to
         :data:`JOIN_ORDER_LIMIT` logical expressions and ``best`` beyond, which keeps planning
-        within seconds for five- to eight-way joins.
+        within seconds for five- to eight-way joins. ``copy=False`` expands every version by rules
+instead of copying the middle versions' structure (the same memo, built more slowly).
 
         ``output="snapshot"`` delivers ``SS[v]`` at each delivery ``v``; ``output="delta"``
         delivers the change since the previous time point, ``SD[v-1,v]`` (a Z-set with the
@@ -111,7 +113,7 @@ class IncrementalPlanner(Planner):
             memo, root = self._best_order(memo, root, off_classic)
         template = memo.size()
         expansion = Expansion(memo, time_points.k, rules_for(method, tvr_off), lambda scan: self.arrival.insert_only(scan.table), root,
-                              forced=None if method in ("auto", "batch") else method)
+                              forced=None if method in ("auto", "batch") else method, copy=copy)
         roots: dict[int, int] = {}
         for v in time_points.deliver:
             ref = expansion.ss(root, v) if output == "snapshot" else expansion.sd(root, v)
@@ -146,6 +148,7 @@ class IncrementalPlanner(Planner):
                 "groups": groups,
                 "expressions": exprs,
                 "forms": expansion.report.forms,
+                "copied": expansion.report.copied,
                 "tvr_rule_firings": dict(sorted(expansion.report.firings.items())),
                 "alternatives": search.stats.alternatives,
                 "winners": search.winner_count,
@@ -269,28 +272,11 @@ class Extractor:
         if isinstance(alt.logical, SourceRead):
             into.sources.add(alt.logical)
             return alt.logical.lower([])
-        plan = _fill(alt.logical, iter(children))
+        plan = fill_template(alt.logical, children)
         if alt.hint is not None:
             strategy, side = alt.hint.split(":")
             hints[plan] = (strategy, side)
         return plan
-
-
-def _fill(template: LogicalPlan, children: Iterable[LogicalPlan]) -> LogicalPlan:
-    """``template`` with its group references replaced, in order, by ``children``."""
-    it = iter(children)
-
-    def fill(node: LogicalPlan) -> LogicalPlan:
-        if isinstance(node, GroupRef):
-            return next(it)
-        if not node.inputs:
-            return node
-        filled = [fill(c) for c in node.inputs]
-        if isinstance(node, SetOperation):  # positional: keep each input's column order
-            filled = [_in_order(f, list(c.schema.names)) for f, c in zip(filled, node.inputs)]
-        return node.with_inputs(*filled)
-
-    return fill(template)
 
 
 FORCED = tuple(m for m in METHODS if m != "auto")

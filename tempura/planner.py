@@ -133,23 +133,29 @@ def _in_order(plan: LogicalPlan, names: list[str]) -> LogicalPlan:
     return Project(plan, tuple(Projection(plan.schema.field(n), col(n)) for n in names))
 
 
+def fill_template(template: LogicalPlan, children: Iterable[LogicalPlan]) -> LogicalPlan:
+    """``template`` (a memo expression, perhaps nesting operators) with its group references
+    replaced, in order, by ``children``."""
+    it = iter(children)
+
+    def fill(node: LogicalPlan) -> LogicalPlan:
+        if isinstance(node, GroupRef):
+            return next(it)
+        if not node.inputs:
+            return node
+        filled = [fill(c) for c in node.inputs]
+        if isinstance(node, SetOperation):  # positional: keep each input's column order
+            filled = [_in_order(f, list(c.schema.names)) for f, c in zip(filled, node.inputs)]
+        return node.with_inputs(*filled)
+
+    return fill(template)
+
+
 def _to_logical(node: PhysicalPlan, hints: dict[LogicalPlan, JoinHint]) -> LogicalPlan:
     """The logical plan a physical plan computes, in its join order, collecting join hints."""
     if node.logical is None:  # an enforcer or a partial aggregate: look through it
         return _to_logical(node.children[0], hints)
-    children = iter([_to_logical(child, hints) for child in node.children])
-
-    def fill(template: LogicalPlan) -> LogicalPlan:
-        if isinstance(template, GroupRef):
-            return next(children)
-        if not template.inputs:
-            return template
-        filled = [fill(c) for c in template.inputs]
-        if isinstance(template, SetOperation):  # positional: keep each input's column order
-            filled = [_in_order(f, list(c.schema.names)) for f, c in zip(filled, template.inputs)]
-        return template.with_inputs(*filled)
-
-    plan = fill(node.logical)
+    plan = fill_template(node.logical, [_to_logical(child, hints) for child in node.children])
     if node.hint is not None:
         strategy, side = node.hint.split(":")
         hints[plan] = (strategy, side)

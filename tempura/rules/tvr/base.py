@@ -25,6 +25,8 @@ class TvrRule:
     phase: ClassVar[str] = "generating"
     per_expression: ClassVar[bool] = True
     method: ClassVar[str] = "ivm"
+    # fires at particular versions only (the last one): a copied version runs it on top
+    version_specific: ClassVar[bool] = False
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
         raise NotImplementedError

@@ -16,11 +16,13 @@ Rules come in two phases, as the Tempura seed's families do:
   itself the difference of two snapshots) are edges in the memo, never infinite recursion. A form
   requested while its own group is still being made yields nothing for that rule.
 
-Forms of different versions have the same structure shifted in time. With ``copy=True`` the
-expansion builds one snapshot and one delta by rules, then makes every other version by copying
-that structure with versions substituted (:meth:`Expansion.copy_version`): the translational
-symmetry of the Tempura seed. Both ways give the same memo; ``tempura plan --trace`` and the
-benchmark compare their speed.
+Forms of different versions have the same structure shifted in time. With ``copy=True`` (the
+default) versions 1 and 2 — a first snapshot and a delta with an old snapshot before it — and
+the last version are expanded by rules, and every version in between is a copy of version 2's
+structure with versions substituted (:meth:`Expansion._copy`): the translational symmetry of the
+Tempura seed. Both ways give the same plans (``tests/test_tvr_copy.py``); the memos may differ
+by a few groups, since which alternative the cycle guard above withholds depends on the order
+in which forms are requested. ``tempura bench tvr-planning`` measures the speed-up.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class ExpansionReport:
     """What the expansion did: forms made, rules fired, constructs that forced a recompute."""
 
     forms: int = 0
+    copied: int = 0  # plans inserted by copying a version's structure instead of by rules
     firings: dict[str, int] = field(default_factory=dict)
     recompute: dict[str, str] = field(default_factory=dict)  # operator description -> why
 
@@ -60,6 +63,7 @@ class Expansion:
         insert_only: Callable[[Scan], bool],
         root: int,
         forced: str | None = None,
+        copy: bool = True,
     ) -> None:
         self.memo = memo
         self.k = k
@@ -77,6 +81,9 @@ class Expansion:
         self._spine = self._root_spine()
         self.forced = forced
         self.qp_groups: set[int] = set()  # template groups that are the QP part of a streaming split
+        self.copy = copy
+        self._recipes: dict[tuple[int, Form], list[tuple[LogicalPlan, str]]] = {}
+        self._form_of: dict[int, tuple[int, Form]] = {}  # form group -> (template group, form)
         self._top = self._top_of_spine()
 
     # -- queries rules ask ---------------------------------------------------------------------
@@ -211,6 +218,8 @@ class Expansion:
             return None
         self._building.add(key)
         try:
+            if self.copy and COPY_FROM < form.end < self.k and self._copy(key):
+                return self.memo.ref(self._forms[key])
             skip_batch = not self.recompute_allowed(group, form)
             for phase in ("generating", "intra"):
                 for rule in self.rules:
@@ -235,20 +244,68 @@ class Expansion:
         made = self._forms.get(key)
         return None if made is None else self.memo.ref(made)
 
-    def _insert(self, key: tuple[int, Form], plan: LogicalPlan, rule: str) -> None:
+    # -- translational symmetry -----------------------------------------------------------------
+
+    def _copy(self, key: tuple[int, Form]) -> bool:
+        """Make ``key``'s form by copying the same form at version ``COPY_FROM``: every plan the
+        rules inserted there, with versions shifted — no rule is matched. The last version is
+        always expanded by rules, since what exists only there (``QN``, the streaming split)
+        changes the structure below it. ``False`` when there is nothing to copy."""
+        group, form = key
+        by = form.end - COPY_FROM
+        source = (group, form.shifted(-by))
+        if source not in self._forms:
+            self.form(group, form.shifted(-by))
+        recipes = self._recipes.get(source)
+        if not recipes:
+            return False
+        for plan, made_by in recipes:
+            shifted = self._shift(plan, by)
+            if shifted is None:
+                return False
+            self._insert(key, shifted, made_by, recipe=False)
+            self.report.copied += 1
+        for rule in self.rules:
+            if rule.version_specific and rule.produces is form.kind:
+                for expr in self.template_exprs(group) if rule.per_expression else [None]:
+                    for extra in rule.apply(self, group, expr, form):
+                        self._insert(key, extra, rule.name)
+        return key in self._forms
+
+    def _shift(self, plan: LogicalPlan, by: int) -> LogicalPlan | None:
+        """``plan`` with every form it reads ``by`` versions later."""
+        if isinstance(plan, SourceRead):
+            start = plan.start + by if plan.delta else 0
+            return SourceRead(plan.scan, start, plan.end + by, plan.delta)
+        if isinstance(plan, GroupRef):
+            owner = self._form_of.get(self.memo.find(plan.group))
+            if owner is None:
+                return plan  # not a form: the same at every version
+            template, form = owner
+            return self.form(template, form.shifted(by))
+        children = [self._shift(c, by) for c in plan.inputs]
+        if any(c is None for c in children):
+            return None
+        return plan.with_inputs(*children) if children else plan  # type: ignore[arg-type]
+
+    def _insert(self, key: tuple[int, Form], plan: LogicalPlan, rule: str, recipe: bool = True) -> None:
         group, form = key
         target = self._forms.get(key)
         before = self.memo.additions
         # TVR operators enter the memo as the ordinary operators they lower to, so that the
         # ordinary physical rules implement and cost them as Spark runs them
         plan = lower_plan(plan, keep_reads=True)
+        if recipe:
+            self._recipes.setdefault(key, []).append((plan, rule))
         made = self.memo.insert(plan, into=target)
         if target is None:
             made = self.memo.link_tvr(self.meta(group), form, made)
             self._forms[key] = made
+            self._form_of[self.memo.find(made)] = key
             self.report.forms += 1
         else:
             self._forms[key] = self.memo.find(made)
+            self._form_of[self._forms[key]] = key
         if self.memo.additions != before:
             self.report.fired(rule)
             root = plan if isinstance(plan, GroupRef) else self.memo.canonical(self._registered(plan))
@@ -265,6 +322,10 @@ class Expansion:
     def available(self, group: int) -> int:
         """The first time point at which ``group`` can be computed: the newest version it reads."""
         return available(self.memo, group)
+
+
+COPY_FROM = 2
+"""Versions up to this one are expanded by rules; later ones are copies of this one."""
 
 
 def available(memo: Memo, group: int, cache: dict[int, int] | None = None) -> int:

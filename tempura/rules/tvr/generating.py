@@ -10,11 +10,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from tempura.algebra import Field, Filter, Join, JoinKind, LogicalPlan, Project, Projection, Scan, Union, col
-from tempura.memo import GroupRef
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
 from tempura.tvr.forms import Form, FormKind
-from tempura.tvr.operators import SourceRead, ToDelta, TvrOperator
+from tempura.tvr.operators import SourceRead, ToDelta
 from tempura.tvr.zset import MULT, MULT_FIELD
 
 
@@ -225,7 +224,3 @@ def _padded(term: LogicalPlan, expr: Join, mirrored: bool, fields: tuple[Field, 
         else:
             projections.append(Projection(term.schema.field(f.name), col(f.name)))
     return Project(term, tuple(projections))
-
-
-def leaf_operator(expr: LogicalPlan) -> bool:
-    return isinstance(expr, (Scan, SourceRead, TvrOperator, GroupRef))

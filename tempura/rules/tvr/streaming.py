@@ -50,6 +50,7 @@ class StreamingOuterJoinSplit(TvrRule):
     name = "tvr-streaming-outer-join-split"
     produces = FormKind.SNAPSHOT
     method = "streaming"
+    version_specific = True
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
         if not isinstance(expr, Join) or form.end != x.k:
@@ -70,6 +71,7 @@ class StreamingAggregateSplit(TvrRule):
     name = "tvr-streaming-aggregate-split"
     produces = FormKind.PARTIAL
     method = "streaming"
+    version_specific = True
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
         if not isinstance(expr, (Aggregate, Distinct)) or form.end != x.k:
