@@ -103,6 +103,10 @@ instead of copying the middle versions' structure (the same memo, built more slo
         if objective.k != time_points.k:
             raise TempuraError(f"the objective has {objective.k} weights for {time_points.k} time points")
         off = set(disabled)
+        unknown = off - set(RULE_NAMES) - set(rule_names())
+        if unknown:
+            raise TempuraError(f"unknown rule(s): {', '.join(sorted(unknown))} "
+                               f"(known: {', '.join([*rule_names(), *RULE_NAMES])})")
         tvr_off = off & set(RULE_NAMES)
         off_classic = self.check_rules(off - tvr_off)
         started = time.perf_counter()

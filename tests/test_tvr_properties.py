@@ -278,27 +278,27 @@ def _list(columns: Sequence[Column]) -> str:
 
 
 @st.composite
-def aggregate_calls(draw: st.DrawFn, base: Base) -> str:
+def aggregate_calls(draw: st.DrawFn, base: Base) -> Column:
+    """An aggregate call over a column of ``base``, with the kind of its result."""
     column = draw(st.sampled_from(base.columns))
-    functions = ["COUNT(*)", "COUNT({})", "MIN({})", "MAX({})"]
+    functions = [("COUNT(*)", "num"), ("COUNT({})", "num"), ("MIN({})", column.kind), ("MAX({})", column.kind)]
     if column.kind == "num":
-        functions += ["SUM({})", "AVG({})", "SUM({})", "SUM(COALESCE({}, 1))"]
-    return draw(st.sampled_from(functions)).format(column.sql)
+        functions += [("SUM({})", "num"), ("AVG({})", "num"), ("SUM({})", "num"), ("SUM(COALESCE({}, 1))", "num")]
+    function, kind = draw(st.sampled_from(functions))
+    return Column(function.format(column.sql), kind)
 
 
 @st.composite
 def aggregates(draw: st.DrawFn, base: Base, where: str) -> str:
     keys = draw(st.lists(st.sampled_from(base.columns), max_size=2, unique=True))
     calls = draw(st.lists(aggregate_calls(base), min_size=1, max_size=3))
-    items = [f"{k.sql} AS g{i}" for i, k in enumerate(keys)] + [f"{c} AS m{i}" for i, c in enumerate(calls)]
+    items = [f"{k.sql} AS g{i}" for i, k in enumerate(keys)] + [f"{c.sql} AS m{i}" for i, c in enumerate(calls)]
     text = f"SELECT {', '.join(items)} FROM {base.sql}{where}"
     if keys:
         text += f" GROUP BY {', '.join(k.sql for k in keys)}"
-    if draw(st.integers(0, 3)) == 0:
-        having = draw(st.sampled_from(["COUNT(*) > 1", "{} IS NOT NULL", "COUNT({}) >= 1"]))
-        if "{}" in having:
-            call = draw(aggregate_calls(base))
-            having = having.format(call)
+    if draw(st.integers(0, 3)) == 0:  # on an aggregate that need not be in the select list
+        call = draw(aggregate_calls(base))
+        having = draw(st.sampled_from(["COUNT(*) > 1", f"{call.sql} IS NOT NULL"] + ([f"{call.sql} > 1"] if call.kind == "num" else [])))
         text += f" HAVING {having}"
     return text
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from tempura.algebra import Query
 from tempura.catalog import Catalog
+from tempura.errors import SqlError
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
 from tempura.incremental import Arrival, IncrementalPlanner, plan_methods
@@ -71,7 +72,11 @@ def prepare(spec: StandingQuery, spark: SparkSession | None = None, workdir: str
     catalog = spec.catalog()
     all_schemas = catalog.schemas(spark)
     schemas = {t: {c: ty for c, ty in cols.items() if c not in hidden_columns(spec, t)} for t, cols in all_schemas.items()}
-    query = parse_query(spec.sql, schemas, spec.dialect)
+    try:
+        query = parse_query(spec.sql, schemas, spec.dialect)
+    except SqlError as error:
+        where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
+        raise SqlError(f"{spec.path}: {where}: {error.detail}", error.line, error.column) from None
     stats = StatsCatalog(catalog, StatsStore(Path(workdir)), all_schemas, spark)
     arrival, notes = arrival_model(spec, spark)
     return Prepared(spec, catalog, query, Estimator(stats), arrival, notes)
