@@ -43,7 +43,7 @@ def _planner(stats: dict[str, TableStats], k: int) -> IncrementalPlanner:
     return IncrementalPlanner(Estimator(lookup), Arrival.uniform(k))
 
 
-def _plan(stats: dict[str, TableStats], name: str, k: int, copy: bool = True) -> tuple[float, MultiTimePlan]:
+def _plan(stats: dict[str, TableStats], name: str, k: int, copy: bool = False) -> tuple[float, MultiTimePlan]:
     sql = (QUERIES / f"{name}.sql").read_text(encoding="utf-8")
     query = parse_query(sql, tpch.SCHEMA)
     started = time.perf_counter()
@@ -63,7 +63,7 @@ def run(out: Path, repeat: int = 3, stats_file: Path = STATS, names: list[str] |
             copy_runs.append(_plan(stats, name, 8, copy=True))
             full_runs.append(_plan(stats, name, 8, copy=False))
         tracemalloc.start()
-        _plan(stats, name, 8)
+        _plan(stats, name, 8, copy=False)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         plan4, plan8 = four[0][1], copy_runs[0][1]

@@ -85,15 +85,16 @@ class IncrementalPlanner(Planner):
         disabled: Iterable[str] = (),
         output: str = "snapshot",
         join_orders: str = "auto",
-        copy: bool = True,
+        copy: bool = False,
     ) -> MultiTimePlan:
         """The cheapest plan of ``query`` over ``time_points`` with the rules of ``method``.
 
         ``join_orders="all"`` expands every join order of the logical memo over time;
         ``"best"`` only the order the one-time-point search picks; ``"auto"`` is ``all`` up to
         :data:`JOIN_ORDER_LIMIT` logical expressions and ``best`` beyond, which keeps planning
-        within seconds for five- to eight-way joins. ``copy=False`` expands every version by rules
-instead of copying the middle versions' structure (the same memo, built more slowly).
+        within seconds for five- to eight-way joins. ``copy=True`` copies the middle versions'
+structure from version 2 instead of expanding them by rules (the same plans; see
+:mod:`tempura.rules.tvr.expansion` for why it is off by default).
 
         ``output="snapshot"`` delivers ``SS[v]`` at each delivery ``v``; ``output="delta"``
         delivers the change since the previous time point, ``SD[v-1,v]`` (a Z-set with the
