@@ -174,7 +174,7 @@ structure from version 2 instead of expanding them by rules (the same plans; see
         return best, best.root
 
 
-JOIN_ORDER_LIMIT = 64
+JOIN_ORDER_LIMIT = 32
 """Above this many logical expressions, the time expansion keeps only the best join order."""
 
 
