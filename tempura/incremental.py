@@ -44,6 +44,7 @@ from tempura.tvr.estimate import TvrEstimator
 from tempura.tvr.operators import SourceRead, StateRead
 from tempura.tvr.plan import METHOD_ORDER, Fragment, KeptState, MultiTimePlan
 from tempura.tvr.time import TimePoints
+from tempura.tvr.zset import MULT
 
 RULE_METHOD = {r.name: r.method for r in RULES}
 
@@ -131,8 +132,9 @@ structure from version 2 instead of expanding them by rules (the same plans; see
             if search.optimize(group, Props(time=v)) is None:
                 raise TempuraError(f"no plan delivers the result at t{v} with method {method} and the rules disabled")
         extractor = Extractor(memo, search, expansion, self.costs.state_write, self.costs.state_read, objective)
+        columns = list(query.plan.schema.names) + ([MULT] if output == "delta" else [])
         for v, group in roots.items():
-            extractor.deliver(group, v)
+            extractor.deliver(group, v, columns)
         fragments = sorted(extractor.fragments.values(), key=lambda f: (f.time, int(f.id[1:])))
         groups, exprs = memo.size()
         notes = [f"{op}: {why}" for op, why in sorted(expansion.report.recompute.items())]
@@ -205,9 +207,12 @@ class Extractor:
         self._next = 0
         self._forms = {self.memo.find(g): f"{f} of G{t}" for (t, f), g in expansion._forms.items()}
 
-    def deliver(self, group: int, time: int) -> Fragment:
+    def deliver(self, group: int, time: int, columns: list[str]) -> Fragment:
+        """The fragment delivering ``group`` at ``time``, its columns in the query's order
+        (states are read by column name, so a kept and delivered result can be reordered)."""
         fragment = self.fragment(group, Props(time=time))
         fragment.delivers = True
+        fragment.plan = _in_order(fragment.plan, columns)
         return fragment
 
     def fragment(self, group: int, props: Props) -> Fragment:

@@ -22,7 +22,6 @@ from tempura.errors import ExecutionError
 from tempura.runtime.executor import SparkPlanning, execute, spark_error_message
 from tempura.runtime.sources import SourceData, register_read, register_snapshots
 from tempura.tvr.plan import Fragment, MultiTimePlan
-from tempura.tvr.zset import MULT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,8 +68,8 @@ class PlanExecutor:
         run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=self.scratch))
         for time in plan.time_points.indices:
             for fragment in plan.at(time):
-                frame = self._fragment(plan, fragment, run_dir)
-                if fragment.keeps is not None:
+                frame = self._fragment(fragment)
+                if fragment.keeps is not None:  # kept under the plan's column names, as readers expect
                     frame = self._keep(fragment.keeps, frame, run_dir)
                 if fragment.delivers:
                     rows = [tuple(r) for r in frame.collect()]
@@ -79,20 +78,15 @@ class PlanExecutor:
         shutil.rmtree(run_dir, ignore_errors=True)
         return run
 
-    def _fragment(self, plan: MultiTimePlan, fragment: Fragment, run_dir: Path) -> DataFrame:
+    def _fragment(self, fragment: Fragment) -> DataFrame:
+        """The fragment's output, with the plan's column names (the user's names are the same
+        columns in the same order; rows are compared by position)."""
         for read in fragment.sources:
             source = self.sources.get(read.scan.table)
             if source is None:
                 raise ExecutionError(f"the plan reads source '{read.scan.table}', which has no data")
             register_read(self.spark, source, read.start, read.end, read.delta, read.view)
-        names = tuple(fragment.plan.schema.names)
-        query = Query(fragment.plan, names)
-        if fragment.delivers:
-            q = plan.query
-            if plan.output == "delta":
-                query = Query(fragment.plan, q.names + (MULT,))
-            else:
-                query = Query(fragment.plan, q.names, q.ordered, q.order_keys)
+        query = Query(fragment.plan, tuple(fragment.plan.schema.names))
         return execute(query, self.spark, fragment.hints, self.planning)
 
     def _keep(self, state: str, frame: DataFrame, run_dir: Path) -> DataFrame:

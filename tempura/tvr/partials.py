@@ -13,8 +13,8 @@ output (SEMANTICS.md, ``+sum``). Every partial-state relation also counts the ro
 | ``MIN(x)``, ``MAX(x)`` | ``v`` | ``MIN(x)`` / ``MAX(x)`` | min / max | ``v`` |
 
 MIN and MAX merge only while their input is insert-only (:func:`mergeable`); the rules plan a
-recompute of the aggregate otherwise. ``DISTINCT`` calls and ``FILTER`` clauses have no partial
-state here, so an aggregate with them is recomputed.
+recompute of the aggregate otherwise. ``DISTINCT`` calls, ``FILTER`` clauses and other functions
+have no partial state here (:func:`has_partial_state`), so an aggregate with them is recomputed.
 """
 
 from __future__ import annotations
@@ -51,11 +51,19 @@ def _argument(call: AggregateCall) -> exp.Expr | None:
     return arg
 
 
-def mergeable(call: AggregateCall, insert_only: bool) -> bool:
-    """Whether ``call`` can be maintained by ``+sum`` (MIN/MAX only over insert-only input)."""
+def has_partial_state(call: AggregateCall) -> bool:
+    """Whether ``call`` has partial-state columns at all: one of :data:`SUPPORTED`, without
+    ``DISTINCT`` or ``FILTER``. Without them neither ``PS`` nor ``VD`` can be computed (the
+    columns of :func:`partial_columns` would count duplicates, or read ``DISTINCT x`` as an
+    argument), and the aggregate is recomputed from its input's snapshot."""
     if isinstance(call.call, exp.Filter) or call.distinct:
         return False
-    if call.function not in SUPPORTED:
+    return call.function in SUPPORTED
+
+
+def mergeable(call: AggregateCall, insert_only: bool) -> bool:
+    """Whether ``call`` can be maintained by ``+sum`` (MIN/MAX only over insert-only input)."""
+    if not has_partial_state(call):
         return False
     return insert_only or call.function not in ("min", "max")
 

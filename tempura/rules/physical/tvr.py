@@ -10,6 +10,9 @@ property carries the time point at which the consumer runs (:attr:`Props.time`):
 - the ``load`` enforcer offers every group at ``τ`` as computed at an earlier ``τ' ≥`` its
   version, saved at ``τ'`` (a write, in entry ``τ'``) and read back at ``τ`` (in entry ``τ``):
   the seed's compute / save / load choice, made per group by the same cost-bounded search.
+  The partial step of a split aggregate is no relation of its own (the plan extracted for it is
+  its input's, and the final step aggregates that), so it is never kept: an aggregate's partial
+  states are kept as the partial-state relations of :mod:`tempura.tvr.partials` instead.
 
 TVR operators reach the memo lowered to the ordinary operators (a consolidation, a partial
 aggregation and a merge of partial states are aggregates; a ``+#`` is a union, or a
@@ -28,6 +31,7 @@ from tempura.cost.operators import SparkCosts
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import Alternative, Group, GroupRef, Memo
 from tempura.memo.properties import NO_PROPS, Props
+from tempura.rules.physical.aggregate import PartialAggregate
 from tempura.rules.physical.implementer import SparkImplementer
 from tempura.rules.tvr.expansion import available
 from tempura.stats.relation import RelStats
@@ -80,7 +84,7 @@ class TimedImplementer:
         if time < self.available(group.id):
             return []
         out = [self._at(a, time) for a in self.inner.enforce(group, required.at(0))]
-        if required.is_any:
+        if required.is_any and not any(isinstance(e, PartialAggregate) for e in group.exprs):
             out.extend(self._loads(group, time))
         return out
 

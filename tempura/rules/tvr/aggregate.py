@@ -13,7 +13,7 @@ from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
 from tempura.tvr.forms import Form, FormKind
 from tempura.tvr.operators import Finalize, StateAggregate, StateMerge
-from tempura.tvr.partials import mergeable
+from tempura.tvr.partials import has_partial_state, mergeable
 
 
 def aggregate_parts(expr: Aggregate | Distinct) -> tuple[tuple[str, ...], tuple[AggregateCall, ...]]:
@@ -28,16 +28,24 @@ def _mergeable(x: Expansion, expr: Aggregate | Distinct) -> bool:
     return all(mergeable(c, insert_only) for c in calls)
 
 
+def has_partial_states(expr: Aggregate | Distinct) -> bool:
+    """Whether every call of the aggregate has partial-state columns (no ``DISTINCT`` call, no
+    ``FILTER``, only the functions of :mod:`tempura.tvr.partials`)."""
+    _, calls = aggregate_parts(expr)
+    return all(has_partial_state(c) for c in calls)
+
+
 class PartialSnapshotRule(TvrRule):
     """``PS[v](γ(R)) ⇒ γ_partial(R_v)``: partial states of the aggregate over the snapshot (a
-    recompute of the states)."""
+    recompute of the states). Valid when every call has partial states: MIN and MAX too, even
+    over deletions (a snapshot is a bag), but not a ``DISTINCT`` call or a ``FILTER``."""
 
     name = "tvr-partial-snapshot"
     produces = FormKind.PARTIAL
     method = "batch"
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, (Aggregate, Distinct)):
+        if not isinstance(expr, (Aggregate, Distinct)) or not has_partial_states(expr):
             return []
         snapshot = x.ss(x.child(expr.input), form.end)
         if snapshot is None:

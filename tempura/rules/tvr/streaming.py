@@ -17,7 +17,7 @@ Right outer joins split the mirror way and full outer joins into ``QP`` and both
 from __future__ import annotations
 
 from tempura.algebra import Aggregate, Distinct, Filter, Join, JoinKind, LogicalPlan, Project, Union
-from tempura.rules.tvr.aggregate import aggregate_parts
+from tempura.rules.tvr.aggregate import aggregate_parts, has_partial_states
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
 from tempura.rules.tvr.generating import _padded
@@ -74,7 +74,7 @@ class StreamingAggregateSplit(TvrRule):
     version_specific = True
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, (Aggregate, Distinct)) or form.end != x.k:
+        if not isinstance(expr, (Aggregate, Distinct)) or form.end != x.k or not has_partial_states(expr):
             return []
         chain: list[LogicalPlan] = []
         below = x.child(expr.input)
