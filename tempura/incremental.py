@@ -33,7 +33,7 @@ from tempura.cost.vector import CostVector, Objective
 from tempura.errors import TempuraError
 from tempura.memo import GroupRef, Memo, Search
 from tempura.memo.properties import Props
-from tempura.planner import JoinHint, Planner, _in_order, _to_logical, fill_template, rule_names
+from tempura.planner import JoinHint, Planner, _in_order, _to_logical, fill_template, gc_paused, rule_names
 from tempura.rules.physical import PartialAggregate, SparkImplementer
 from tempura.rules.physical.tvr import LOAD, TimedImplementer
 from tempura.rules.tvr import METHODS, RULE_NAMES, RULES, Expansion, rules_for
@@ -86,20 +86,35 @@ class IncrementalPlanner(Planner):
         disabled: Iterable[str] = (),
         output: str = "snapshot",
         join_orders: str = "auto",
-        copy: bool = False,
+        copy: bool = True,
     ) -> MultiTimePlan:
         """The cheapest plan of ``query`` over ``time_points`` with the rules of ``method``.
 
         ``join_orders="all"`` expands every join order of the logical memo over time;
         ``"best"`` only the order the one-time-point search picks; ``"auto"`` is ``all`` up to
         :data:`JOIN_ORDER_LIMIT` logical expressions and ``best`` beyond, which keeps planning
-        within seconds for five- to eight-way joins. ``copy=True`` copies the middle versions'
-structure from version 2 instead of expanding them by rules (the same plans; see
-:mod:`tempura.rules.tvr.expansion` for why it is off by default).
+                within seconds for five- to eight-way joins. ``copy=True`` (the default) copies version
+        2's memo structure to the later versions instead of expanding them by rules
+        (:mod:`tempura.rules.tvr.expansion`); ``copy=False`` expands every version by rules.
 
         ``output="snapshot"`` delivers ``SS[v]`` at each delivery ``v``; ``output="delta"``
         delivers the change since the previous time point, ``SD[v-1,v]`` (a Z-set with the
         multiplicity column ``__m``)."""
+        with gc_paused():
+            return self._plan_standing(query, sql, time_points, objective, method, disabled, output, join_orders, copy)
+
+    def _plan_standing(
+        self,
+        query: Query,
+        sql: str,
+        time_points: TimePoints,
+        objective: Objective,
+        method: str,
+        disabled: Iterable[str],
+        output: str,
+        join_orders: str,
+        copy: bool,
+    ) -> MultiTimePlan:
         if output not in ("snapshot", "delta"):
             raise TempuraError(f"unknown output mode '{output}' (known: snapshot, delta)")
         if objective.k != time_points.k:
@@ -118,6 +133,7 @@ structure from version 2 instead of expanding them by rules (the same plans; see
         if join_orders == "best" or (join_orders == "auto" and memo.size()[1] > JOIN_ORDER_LIMIT):
             memo, root = self._best_order(memo, root, off_classic)
         template = memo.size()
+        templated = time.perf_counter()
         expansion = Expansion(memo, time_points.k, rules_for(method, tvr_off), lambda scan: self.arrival.insert_only(scan.table), root,
                               forced=None if method in ("auto", "batch") else method, copy=copy)
         roots: dict[int, int] = {}
@@ -137,7 +153,7 @@ structure from version 2 instead of expanding them by rules (the same plans; see
             extractor.deliver(group, v, columns)
         fragments = sorted(extractor.fragments.values(), key=lambda f: (f.time, int(f.id[1:])))
         groups, exprs = memo.size()
-        notes = [f"{op}: {why}" for op, why in sorted(expansion.report.recompute.items())]
+        notes = [f"{op}: {why}" for op, why in sorted(expansion.notes(extractor.used).items())]
         return MultiTimePlan(
             query=query,
             sql=sql,
@@ -159,7 +175,8 @@ structure from version 2 instead of expanding them by rules (the same plans; see
                 "tvr_rule_firings": dict(sorted(expansion.report.firings.items())),
                 "alternatives": search.stats.alternatives,
                 "winners": search.winner_count,
-                "expand_seconds": expanded - started,
+                "template_seconds": templated - started,
+                "expand_seconds": expanded - templated,
                 "seconds": time.perf_counter() - started,
             },
         )
@@ -206,6 +223,7 @@ class Extractor:
         self.states: dict[str, KeptState] = {}
         self._next = 0
         self._forms = {self.memo.find(g): f"{f} of G{t}" for (t, f), g in expansion._forms.items()}
+        self.used: set[int] = set()  # the groups the fragments compute
 
     def deliver(self, group: int, time: int, columns: list[str]) -> Fragment:
         """The fragment delivering ``group`` at ``time``, its columns in the query's order
@@ -258,6 +276,7 @@ class Extractor:
             raise TempuraError(f"internal: no winner for G{group} under {props}")
         alt = won.alternative
         stats = self.memo.group(group).stats
+        self.used.add(group)
         if alt.operator == LOAD:
             child, child_props = alt.children[0]
             producer = self.fragment(child, child_props)

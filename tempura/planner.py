@@ -17,9 +17,11 @@ Every rule has a name and can be disabled; an unknown name is an error that list
 
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from tempura.algebra import LogicalPlan, Project, Projection, Query, SetOperation, col
 from tempura.cost.model import CostConstants
@@ -100,6 +102,10 @@ class Planner:
         return memo, root, engine
 
     def plan(self, query: Query, disabled: Iterable[str] = (), trace: bool = False) -> PlannedQuery:
+        with gc_paused():
+            return self._plan(query, disabled, trace)
+
+    def _plan(self, query: Query, disabled: Iterable[str], trace: bool) -> PlannedQuery:
         off = self.check_rules(disabled)
         started = time.perf_counter()
         fired: list[str] = []
@@ -124,6 +130,23 @@ class Planner:
         )
         planned = Query(plan, query.names, query.ordered, query.order_keys)
         return PlannedQuery(planned, physical, hints, memo, report, tracer, fired)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a memo is built and searched.
+
+    Planning allocates hundreds of thousands of small, long-lived objects (memo expressions,
+    statistics, cost vectors) and frees almost none, so the collector's passes find nothing to
+    collect and took a fifth of the planning time; reference counting still frees what dies,
+    and the collector runs as usual once planning ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _in_order(plan: LogicalPlan, names: list[str]) -> LogicalPlan:

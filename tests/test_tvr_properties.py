@@ -232,6 +232,9 @@ def bases(draw: st.DrawFn, allow_derived: bool = True) -> Base:
             "r.a NOT IN (SELECT u.a FROM u WHERE u.a IS NOT NULL)",
             "EXISTS (SELECT 1 FROM u WHERE u.a = r.a AND u.s = r.s)",
             "NOT EXISTS (SELECT 1 FROM u WHERE u.a = r.a)",
+            "r.a NOT IN (SELECT u.c FROM u)",  # NULL-aware: one NULL in u.c empties the result
+            "r.b IN (SELECT u.c FROM u WHERE u.s = r.s)",
+            "NOT EXISTS (SELECT 1 FROM u WHERE u.a < r.a)",
         ]))
         return Base(f"(SELECT * FROM r WHERE {test}) AS r", _columns("r", "r"), frozenset({"r", "u"}))
     if option == "join3":

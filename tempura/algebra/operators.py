@@ -28,7 +28,11 @@ from typing import Any
 from sqlglot import exp
 
 from tempura.algebra.expressions import column_name
-from tempura.algebra.schema import Field, Schema
+from tempura.algebra.schema import Field, Schema, hash_once
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+"""Each operator class's dataclass field names, in order (what its identity is made of)."""
 
 
 class LogicalPlan:
@@ -60,8 +64,26 @@ class LogicalPlan:
         """The operator's arguments on one line, as plans print it."""
         return ""
 
+    def _field_names(self) -> tuple[str, ...]:
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        return names
+
     def _key(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        cached = self.__dict__.get("_key_value")
+        if cached is None:
+            cached = self.__dict__["_key_value"] = tuple(getattr(self, name) for name in self._field_names())
+        return cached
+
+    def _replace(self, **changes: LogicalPlan) -> LogicalPlan:
+        """This operator with some inputs changed: ``dataclasses.replace`` without running the
+        generated ``__init__`` again (rebuilding plans is the memo's inner loop)."""
+        made = object.__new__(type(self))
+        state = made.__dict__
+        for name in self._field_names():
+            state[name] = changes[name] if name in changes else self.__dict__[name]
+        return made
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -95,7 +117,7 @@ class Unary(LogicalPlan):
 
     def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
         (new_input,) = inputs
-        return dataclasses.replace(self, input=new_input)  # type: ignore[type-var]
+        return self._replace(input=new_input)
 
     def _derive_schema(self) -> Schema:
         return self.input.schema
@@ -113,9 +135,10 @@ class Binary(LogicalPlan):
 
     def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
         left, right = inputs
-        return dataclasses.replace(self, left=left, right=right)  # type: ignore[type-var]
+        return self._replace(left=left, right=right)
 
 
+@hash_once
 @dataclass(frozen=True)
 class ScanColumn:
     """A column read by a scan: the table's column ``source``, exposed as ``field``."""
@@ -169,6 +192,7 @@ class Filter(Unary):
         return self.condition.sql(dialect="spark")
 
 
+@hash_once
 @dataclass(frozen=True)
 class Projection:
     """One output column of a ``Project``: ``field.name := expression``."""
@@ -244,6 +268,7 @@ class Join(Binary):
         return f"{self.kind.value}{cond}"
 
 
+@hash_once
 @dataclass(frozen=True)
 class AggregateCall:
     """One aggregate: ``field.name := call``, where ``call`` is a sqlglot aggregate function
@@ -321,6 +346,7 @@ class Distinct(Unary):
     input: LogicalPlan
 
 
+@hash_once
 @dataclass(frozen=True)
 class SortKey:
     expression: exp.Expr

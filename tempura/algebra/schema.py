@@ -12,11 +12,29 @@ they could not be derived.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator, TypeVar
+
+T = TypeVar("T")
 
 UNKNOWN_TYPE = "unknown"
 
 
+def hash_once(cls: type[T]) -> type[T]:
+    """Cache a frozen dataclass's generated hash in the instance: plan operators hash their
+    columns and expressions on every memo lookup, and these values never change."""
+    generated = cls.__hash__
+
+    def __hash__(self: Any) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = self.__dict__["_hash"] = generated(self)
+        return cached
+
+    cls.__hash__ = __hash__  # type: ignore[method-assign]
+    return cls
+
+
+@hash_once
 @dataclass(frozen=True)
 class Field:
     """One output column of a plan."""

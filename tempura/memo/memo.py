@@ -7,7 +7,7 @@ duplicates in one lookup (CockroachDB's interning; Calcite's digest map).
 
 A group holds every logical expression found equivalent to its first one, plus the winners the
 search memoises per required physical property (:mod:`tempura.memo.search`). Its statistics are
-derived once, from the expression that created it, so every expression of the group sees the
+derived once, on first use, from the expression that created it, so every expression of the group sees the
 same cardinality whichever join order produced it.
 
 When a rule proves that two groups are equivalent (its result already lives in another group),
@@ -70,19 +70,33 @@ class TvrMetaSet:
 
 @dataclass
 class Group:
-    """One equivalence class of expressions."""
+    """One equivalence class of expressions.
+
+    Its statistics are derived on first use, from the expression that created the group (its
+    first), so that a group no search ever costs never pays for them."""
 
     id: int
     schema: Schema
-    stats: RelStats
+    memo: "Memo" = field(repr=False, compare=False)
     exprs: list[LogicalPlan] = field(default_factory=list)
     parents: set[LogicalPlan] = field(default_factory=set)
     tvr_sets: set[int] = field(default_factory=set)
     explored: set[str] = field(default_factory=set)  # names of whole-group rules already applied
+    _stats: RelStats | None = field(default=None, repr=False)
+    _ref: GroupRef | None = field(default=None, repr=False)
+
+    @property
+    def stats(self) -> RelStats:
+        if self._stats is None:
+            self._stats = self.memo.estimate(self.exprs[0])
+        return self._stats
 
     @property
     def ref(self) -> GroupRef:
-        return GroupRef(self.id, self.schema)
+        made = self._ref
+        if made is None:
+            made = self._ref = GroupRef(self.id, self.schema)
+        return made
 
 
 class Memo:
@@ -164,7 +178,8 @@ class Memo:
                 return self.merge(into, group)
             return group
         children = [self._groups[self.insert(child)].ref for child in plan.inputs]
-        expr = plan.with_inputs(*children) if children else plan
+        same = all(isinstance(old, GroupRef) and old.group == new.group for old, new in zip(plan.inputs, children))
+        expr = plan if same else plan.with_inputs(*children)
         return self.add(expr, into)
 
     def add(self, expr: LogicalPlan, into: int | None = None) -> int:
@@ -177,9 +192,7 @@ class Memo:
                 return self.merge(into, existing)
             return existing
         if into is None:
-            child_stats = [self.group(c.group).stats for c in expr.inputs]  # type: ignore[attr-defined]
-            stats = self._derive_stats(expr, child_stats)
-            group = Group(len(self._groups), expr.schema, stats)
+            group = Group(len(self._groups), expr.schema, self)
             self._groups.append(group)
             self._parent.append(group.id)
         else:

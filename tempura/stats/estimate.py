@@ -779,8 +779,8 @@ def split_join_condition(
     condition: exp.Expr | None, left: set[str], right: set[str]
 ) -> tuple[list[tuple[str, str]], exp.Expr | None, bool]:
     """Equi-key pairs ``(left column, right column)`` of a join condition, the rest of the
-    condition, and whether the keys match nulls (the null-aware ``x = y OR x IS NULL OR
-    y IS NULL`` of NOT IN)."""
+    condition (``x <=> y`` is a key pair too, which hash joins take as Spark does), and whether
+    the keys match nulls the null-aware way (``x = y OR x IS NULL OR y IS NULL`` of NOT IN)."""
     pairs: list[tuple[str, str]] = []
     rest: list[exp.Expr] = []
     null_safe = False
@@ -808,7 +808,7 @@ def _disjuncts(node: exp.Expr) -> list[exp.Expr]:
 
 
 def _equi_pair(node: exp.Expr, left: set[str], right: set[str]) -> tuple[str, str] | None:
-    if not isinstance(node, exp.EQ):
+    if not isinstance(node, (exp.EQ, exp.NullSafeEQ)):
         return None
     a, b = _bare(node.this), _bare(node.expression)
     if a is None or b is None:

@@ -314,7 +314,9 @@ def lower_plan(plan: LogicalPlan, keep_reads: bool = False) -> LogicalPlan:
     children = [lower_plan(c, keep_reads) for c in plan.inputs]
     if isinstance(plan, TvrOperator):
         return plan.lower(children)
-    return plan.with_inputs(*children) if children else plan
+    if all(new is old for new, old in zip(children, plan.inputs)):
+        return plan
+    return plan.with_inputs(*children)
 
 
 @dataclass(frozen=True, eq=False)

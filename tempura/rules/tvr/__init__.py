@@ -6,7 +6,7 @@
 | generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-union`` |
 | semi- and anti-joins | ``tvr-delta-semi-anti-join`` |
 | outer-join view maintenance | ``tvr-delta-outer-join`` |
-| aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize`` |
+| aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-count-distinct-split`` |
 | intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
 | higher-order deltas | ``tvr-delta-merge-inner`` |
 | inter-TVR, streaming | ``tvr-streaming-outer-join-split``, ``tvr-streaming-aggregate-split``, ``tvr-streaming-accumulate`` |
@@ -18,7 +18,7 @@ each forced method's plans are in ``auto``'s space.
 from __future__ import annotations
 
 from tempura.errors import TempuraError
-from tempura.rules.tvr.aggregate import FinalizeSnapshot, PartialSnapshotRule, ValueDeltaMerge, ValueDeltaRule
+from tempura.rules.tvr.aggregate import AffectedGroupsDelta, CountDistinctSplit, FinalizeSnapshot, PartialSnapshotRule, ValueDeltaMerge, ValueDeltaRule
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion, ExpansionReport, available
 from tempura.rules.tvr.generating import (
@@ -47,6 +47,8 @@ RULES: tuple[TvrRule, ...] = (
     DeltaSemiAntiJoin(),
     PartialSnapshotRule(),
     ValueDeltaRule(),
+    AffectedGroupsDelta(),
+    CountDistinctSplit(),
     StreamingOuterJoinSplit(),
     StreamingAggregateSplit(),
     ValueDeltaMerge(),
@@ -62,7 +64,8 @@ RULE_NAMES = tuple(r.name for r in RULES)
 _BATCH = {"tvr-snapshot-scan", "tvr-snapshot"}
 _DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-join", "tvr-delta-union"}
 _SEMI = {"tvr-delta-semi-anti-join"}
-_AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize"}
+_AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",
+               "tvr-count-distinct-split"}
 _IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta"}
 _OJV = _IVM | {"tvr-delta-outer-join"}
 

@@ -4,22 +4,41 @@
 value delta is the partial aggregate of the input's delta, weighted by multiplicity, and the new
 partial states are the old ones ``+sum`` the value delta. ``DISTINCT`` is the count-based
 aggregate ``γ(all columns; count)`` whose rows with a positive count are the output.
+
+A grouping aggregate's own delta (what an operator above it reads) holds the groups whose key
+occurs in the input's delta: their new rows, from the partial states, replace their old ones
+(:class:`AffectedGroupsDelta`). An aggregate without mergeable partial states — MIN or MAX over
+deletions, a ``DISTINCT`` call, a ``FILTER`` — gets its delta the same way, its affected groups
+recomputed from the new input.
+
+``COUNT(DISTINCT x)`` also has value deltas once split in two levels, as Spark plans it
+(:class:`CountDistinctSplit`): the distinct ``(keys, x)`` pairs, then a plain ``COUNT(x)`` of
+them per key; both levels have mergeable partial states.
 """
 
 from __future__ import annotations
 
-from tempura.algebra import Aggregate, AggregateCall, Distinct, LogicalPlan
+from sqlglot import exp
+
+from tempura.algebra import Aggregate, AggregateCall, Distinct, Field, Join, JoinKind, LogicalPlan, Project, Projection, Union, col
+from tempura.algebra.expressions import conjoin
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
-from tempura.tvr.forms import Form, FormKind
-from tempura.tvr.operators import Finalize, StateAggregate, StateMerge
+from tempura.tvr.forms import Form, FormKind, PartialSnapshot
+from tempura.tvr.operators import Consolidate, Finalize, StateAggregate, StateMerge, ToDelta
 from tempura.tvr.partials import has_partial_state, mergeable
+from tempura.tvr.zset import MULT_FIELD
 
 
 def aggregate_parts(expr: Aggregate | Distinct) -> tuple[tuple[str, ...], tuple[AggregateCall, ...]]:
     if isinstance(expr, Aggregate):
         return expr.keys, expr.calls
     return tuple(expr.schema.names), ()
+
+
+def has_value_deltas(x: Expansion, expr: Aggregate | Distinct) -> bool:
+    """Whether the aggregate is maintained by value deltas over its input's deltas."""
+    return _mergeable(x, expr)
 
 
 def _mergeable(x: Expansion, expr: Aggregate | Distinct) -> bool:
@@ -65,7 +84,11 @@ class ValueDeltaRule(TvrRule):
         if not isinstance(expr, (Aggregate, Distinct)):
             return []
         if not _mergeable(x, expr):
-            x.note_recompute(expr, "no mergeable partial state (MIN/MAX over deletions, DISTINCT or FILTER)")
+            best = x.aggregate_of(group)
+            if isinstance(expr, Aggregate) and not expr.keys and (best is None or not _mergeable(x, best)):
+                # grouping ones recompute the affected groups; a split COUNT(DISTINCT) merges
+                x.note_recompute(expr, "no mergeable partial state (MIN/MAX over deletions, DISTINCT or FILTER) "
+                                       "and no grouping: the aggregate is recomputed")
             return []
         delta = x.sd(x.child(expr.input), form.end)
         if delta is None:
@@ -106,7 +129,96 @@ class FinalizeSnapshot(TvrRule):
         if agg is None:
             return []
         states = x.ps(group, form.end)
-        if states is None:
-            return []
+        if states is None or x.fell_back(group, PartialSnapshot(form.end)):
+            return []  # recomputed states are no incremental rule: the snapshot falls back itself
         keys, calls = aggregate_parts(agg)
         return [Finalize(states, keys, calls, tuple(agg.schema.fields))]
+
+
+AFFECTED = "__affected"
+
+
+class AffectedGroupsDelta(TvrRule):
+    """``SD[v-1,v](γ_K(R)) ⇒ new_v − (γ_K(R)_{v-1} ⋉ A)`` with ``A = π_K(ΔR)``: only the groups
+    whose key occurs in the input's delta can change, so their new rows replace their old ones
+    (read from the aggregate's own previous snapshot, kept or recomputed). The new rows are
+    ``finalize(PS[v] ⋉ A)`` when the aggregate has mergeable partial states — its delta from
+    its value deltas — and ``γ_K(R_v ⋉ A)`` otherwise: MIN or MAX over deletions, a
+    ``DISTINCT`` call or a ``FILTER`` recompute just the affected groups. Keys match
+    null-safely, as grouping does. Grouping aggregates only: a global one has one group, always
+    affected, and its delta is the difference of its snapshots."""
+
+    name = "tvr-aggregate-affected-groups"
+    produces = FormKind.DELTA
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        if not isinstance(expr, Aggregate) or not expr.keys or form.end < 2:
+            return []
+        child = x.child(expr.input)
+        delta, old = x.sd(child, form.end), x.ss(group, form.end - 1)
+        if delta is None or old is None:
+            return []
+        fields = expr.input.schema
+        affected = Distinct(Project(delta, tuple(
+            Projection(Field(k + AFFECTED, fields.field(k).type, True), col(k)) for k in expr.keys
+        )))
+        on = conjoin([exp.NullSafeEQ(this=col(k), expression=col(k + AFFECTED)) for k in expr.keys])
+        new: LogicalPlan
+        if _mergeable(x, expr) and x.aggregate_of(group) is expr:
+            states = x.ps(group, form.end)
+            if states is None:
+                return []
+            new = Finalize(Join(JoinKind.SEMI, states, affected, on), expr.keys, expr.calls, tuple(expr.schema.fields))
+        else:
+            new_input = x.ss(child, form.end)
+            if new_input is None:
+                return []
+            new = Aggregate(Join(JoinKind.SEMI, new_input, affected, on), expr.keys, expr.calls)
+        replaced = Join(JoinKind.SEMI, old, affected, on)
+        out = tuple(expr.schema.fields) + (MULT_FIELD,)
+        return [Consolidate(Union(ToDelta(new, 1), ToDelta(replaced, -1), True, out))]
+
+
+class CountDistinctSplit(TvrRule):
+    """``γ_K(COUNT(DISTINCT x), f…)(R) ⇒ γ_K(COUNT(x), f'…)(γ_{K,x}(f_part…)(R))``: the template
+    gains the two-level form of an aggregate whose distinct calls all count one column ``x``.
+    Companion calls split too — ``MIN``/``MAX`` of the inner values, ``COUNT`` as the ``SUM`` of
+    the inner counts (with grouping keys only: a global ``SUM`` over no rows is NULL, not 0)."""
+
+    name = "tvr-count-distinct-split"
+    produces = FormKind.DELTA
+    phase = "template"
+
+    def rewrite(self, x: Expansion, group: int, expr: LogicalPlan) -> list[LogicalPlan]:
+        if not isinstance(expr, Aggregate) or not any(c.distinct for c in expr.calls):
+            return []
+        counted = {_distinct_column(c) for c in expr.calls if c.distinct}
+        column = counted.pop() if len(counted) == 1 else None
+        if column is None or column in expr.keys or column not in expr.input.schema:
+            return []
+        inner_calls: list[AggregateCall] = []
+        outer_calls: list[AggregateCall] = []
+        for call in expr.calls:
+            if call.distinct:
+                outer_calls.append(AggregateCall(call.field, exp.Count(this=col(column))))
+                continue
+            if isinstance(call.call, exp.Filter) or call.function not in ("min", "max", "count") or (
+                    call.function == "count" and not expr.keys):
+                return []
+            part = Field(call.field.name + "__part", call.field.type, True)
+            inner_calls.append(AggregateCall(part, call.call))
+            merge = exp.Sum if call.function == "count" else type(call.call)
+            outer_calls.append(AggregateCall(call.field, merge(this=col(part.name))))
+        inner = Aggregate(expr.input, expr.keys + (column,), tuple(inner_calls))
+        return [Aggregate(inner, expr.keys, tuple(outer_calls))]
+
+
+def _distinct_column(call: AggregateCall) -> str | None:
+    """The column ``x`` of ``COUNT(DISTINCT x)``; ``None`` for any other distinct call."""
+    if call.function != "count" or isinstance(call.call, exp.Filter):
+        return None
+    distinct = call.call.this
+    if not isinstance(distinct, exp.Distinct) or len(distinct.expressions) != 1:
+        return None
+    arg = distinct.expressions[0]
+    return arg.name if isinstance(arg, exp.Column) and not arg.table else None

@@ -15,7 +15,8 @@ class TvrRule:
     """A rewrite computing ``produces``-forms of a template group.
 
     ``phase`` is ``generating`` (from the inputs' forms) or ``intra`` (from other forms of the same
-    TVR); ``per_expression`` rules are tried on each logical expression of the group, the others
+    TVR); a ``template`` rule instead rewrites the template's expressions into equivalent ones
+    before any form is made (:meth:`rewrite`), which the other rules then see. ``per_expression`` rules are tried on each logical expression of the group, the others
     once per group (``expr`` is then ``None``). ``method`` is the incremental method the rewrite
     belongs to, which labels the fragments it ends up in.
     """
@@ -30,3 +31,7 @@ class TvrRule:
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
         raise NotImplementedError
+
+    def rewrite(self, x: Expansion, group: int, expr: LogicalPlan) -> list[LogicalPlan]:
+        """Plans equivalent to ``expr`` (a template expression of ``group``): ``template`` rules."""
+        return []

@@ -16,15 +16,15 @@ Rules come in two phases, as the Tempura seed's families do:
   itself the difference of two snapshots) are edges in the memo, never infinite recursion. A form
   requested while its own group is still being made yields nothing for that rule.
 
-Forms of different versions have the same structure shifted in time. With ``copy=True``
-versions 1 and 2 — a first snapshot and a delta with an old snapshot before it — and
-the last version are expanded by rules, and every version in between is a copy of version 2's
-structure with versions substituted (:meth:`Expansion._copy`): the translational symmetry of the
-Tempura seed. Both ways give the same plans (``tests/test_tvr_copy.py``); the memos may differ
-by a few groups, since which alternative the cycle guard above withholds depends on the order
-in which forms are requested. ``tempura bench tvr-planning`` measures the speed-up, and it is
-none: here matching a rule costs little next to deriving the statistics of a new group, which
-every version needs anyway, so copying is off by default.
+Forms of different versions have the same structure shifted in time. With ``copy=True`` (what
+the planner does by default) versions 1 and 2 — a first snapshot, and a delta with an old
+snapshot before it — are expanded by rules, and every later version is a copy of version 2's
+memo groups, expression by expression, with versions substituted (:meth:`Expansion._copy`): the
+translational symmetry of the Tempura seed. Rules that fire at one version only (the streaming
+split at the last one) run on top of the copy. Both ways give the same plans
+(``tests/test_tvr_copy.py``); the memos may differ by a few groups, since which alternative the
+cycle guard above withholds depends on the order in which forms are requested. ``tempura bench
+tvr-planning`` measures the speed-up.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Expansion:
         insert_only: Callable[[Scan], bool],
         root: int,
         forced: str | None = None,
-        copy: bool = False,
+        copy: bool = True,
     ) -> None:
         self.memo = memo
         self.k = k
@@ -79,12 +79,26 @@ class Expansion:
         self._building: set[tuple[int, Form]] = set()
         self._meta: dict[int, TvrMetaSet] = {}
         self._template: set[int] = {g.id for g in memo.groups}
+        for rule in rules:  # rewrites of the template itself, before any form is made
+            if rule.phase == "template":
+                for group_id in sorted(self._template):
+                    for expr in self.template_exprs(group_id):
+                        for plan in rule.rewrite(self, group_id, expr):
+                            before = memo.additions
+                            memo.insert(plan, into=group_id)
+                            if memo.additions != before:
+                                self.report.fired(rule.name)
         self._unit: dict[int, bool] = {}
         self._spine = self._root_spine()
         self.forced = forced
         self.qp_groups: set[int] = set()  # template groups that are the QP part of a streaming split
         self.copy = copy
-        self._recipes: dict[tuple[int, Form], list[tuple[LogicalPlan, str]]] = {}
+        self._copies: dict[tuple[int, int], int] = {}  # (group, by) -> its copy, for groups not forms
+        self._copying: set[tuple[int, int]] = set()
+        self._fell_back: set[tuple[int, Form]] = set()  # forms a forced method had to recompute
+        self._copied_from: dict[tuple[int, Form], tuple[int, Form]] = {}
+        self._stack: list[tuple[int, Form]] = []  # the forms being made, innermost last
+        self._notes: list[tuple[str, str, tuple[tuple[int, Form], ...]]] = []
         self._form_of: dict[int, tuple[int, Form]] = {}  # form group -> (template group, form)
         self._top = self._top_of_spine()
 
@@ -176,15 +190,21 @@ class Expansion:
             return not any(isinstance(e, Join) for e in self.template_exprs(group))
         return True
 
+    def fell_back(self, group: int, form: Form) -> bool:
+        """Whether a forced method had to recompute ``form`` of ``group`` for want of a rule."""
+        return (self.memo.find(group), form) in self._fell_back
+
     def has_form(self, group: int, form: Form) -> bool:
         """Whether ``form`` of ``group`` already has a group (made by some rule)."""
         return (self.memo.find(group), form) in self._forms
 
     def aggregate_of(self, group: int) -> Aggregate | Distinct | None:
-        for e in self.template_exprs(group):
-            if isinstance(e, (Aggregate, Distinct)):
-                return e
-        return None
+        """The group's aggregate whose partial states the group's ``PS`` forms hold: one with
+        partial states if there is one (a rewrite of a ``COUNT(DISTINCT)`` has them)."""
+        from tempura.rules.tvr.aggregate import has_partial_states
+
+        found = [e for e in self.template_exprs(group) if isinstance(e, (Aggregate, Distinct))]
+        return next((e for e in found if has_partial_states(e)), found[0] if found else None)
 
     # -- forms ---------------------------------------------------------------------------------
 
@@ -219,8 +239,9 @@ class Expansion:
         if key in self._building:
             return None
         self._building.add(key)
+        self._stack.append(key)
         try:
-            if self.copy and COPY_FROM < form.end < self.k and self._copy(key):
+            if self.copy and form.end > COPY_FROM and self._copy(key):
                 return self.memo.ref(self._forms[key])
             skip_batch = not self.recompute_allowed(group, form)
             for phase in ("generating", "intra"):
@@ -233,40 +254,40 @@ class Expansion:
                         for plan in rule.apply(self, group, expr, form):
                             self._insert(key, plan, rule.name)
             if skip_batch and key not in self._forms:
-                exprs = self.template_exprs(group)
-                if exprs:
-                    self.note_recompute(exprs[0], "no incremental rule applies: the view is recomputed")
                 for rule in self.rules:
                     if rule.produces is form.kind and rule.method == "batch":
                         for expr in self.template_exprs(group):
                             for plan in rule.apply(self, group, expr, form):
                                 self._insert(key, plan, rule.name)
+                if key in self._forms:
+                    self._fell_back.add(key)
+                    self.note_recompute(self.template_exprs(group)[0], "no incremental rule applies: the view is recomputed")
         finally:
             self._building.discard(key)
+            self._stack.pop()
         made = self._forms.get(key)
         return None if made is None else self.memo.ref(made)
 
     # -- translational symmetry -----------------------------------------------------------------
 
     def _copy(self, key: tuple[int, Form]) -> bool:
-        """Make ``key``'s form by copying the same form at version ``COPY_FROM``: every plan the
-        rules inserted there, with versions shifted — no rule is matched. The last version is
-        always expanded by rules, since what exists only there (``QN``, the streaming split)
-        changes the structure below it. ``False`` when there is nothing to copy."""
+        """Make ``key``'s form by copying the same form at version ``COPY_FROM`` memo expression by
+        memo expression, with versions shifted: no rule is matched and no plan is lowered. Rules
+        that fire at particular versions only then run on top. ``False`` when there is nothing
+        to copy — no rule makes the form at ``COPY_FROM``, or a forced method recomputed it for
+        want of an incremental rule, which may exist at a later version — and the form is then
+        expanded by rules."""
         group, form = key
         by = form.end - COPY_FROM
         source = (group, form.shifted(-by))
         if source not in self._forms:
-            self.form(group, form.shifted(-by))
-        recipes = self._recipes.get(source)
-        if not recipes:
+            self.form(*source)
+        if source not in self._forms or source in self._fell_back:
+            return False  # the recompute fallback is no template: a later version may have rules
+        made = self._copy_group(self.memo.find(self._forms[source]), by, key)
+        if made is None:
             return False
-        for plan, made_by in recipes:
-            shifted = self._shift(plan, by)
-            if shifted is None:
-                return False
-            self._insert(key, shifted, made_by, recipe=False)
-            self.report.copied += 1
+        self._copied_from[key] = source
         for rule in self.rules:
             if rule.version_specific and rule.produces is form.kind:
                 for expr in self.template_exprs(group) if rule.per_expression else [None]:
@@ -274,31 +295,73 @@ class Expansion:
                         self._insert(key, extra, rule.name)
         return key in self._forms
 
-    def _shift(self, plan: LogicalPlan, by: int) -> LogicalPlan | None:
-        """``plan`` with every form it reads ``by`` versions later."""
-        if isinstance(plan, SourceRead):
-            start = plan.start + by if plan.delta else 0
-            return SourceRead(plan.scan, start, plan.end + by, plan.delta)
-        if isinstance(plan, GroupRef):
-            owner = self._form_of.get(self.memo.find(plan.group))
-            if owner is None:
-                return plan  # not a form: the same at every version
-            template, form = owner
-            return self.form(template, form.shifted(by))
-        children = [self._shift(c, by) for c in plan.inputs]
-        if any(c is None for c in children):
-            return None
-        return plan.with_inputs(*children) if children else plan  # type: ignore[arg-type]
+    def _copy_group(self, group: int, by: int, key: tuple[int, Form] | None = None) -> int | None:
+        """The group ``by`` versions after ``group``: a form's group is that form at the later
+        version (made on request, so by copy or by rules); any other group is copied expression by
+        expression into a new group — or into the group of ``key``, the form being copied."""
+        if key is None:
+            done = self._copies.get((group, by))
+            if done is not None:
+                return self.memo.find(done)
+            owner = self._form_of.get(group)
+            if owner is not None:
+                template, form = owner
+                ref = self.form(template, form.shifted(by))
+                if ref is None:
+                    return None
+                self._copies[(group, by)] = ref.group
+                return ref.group
+            if (group, by) in self._copying:
+                return None
+        self._copying.add((group, by))
+        target: int | None = None
+        try:
+            for expr in list(self.memo.group(group).exprs):
+                shifted = self._shift(expr, by)
+                if shifted is None:
+                    continue
+                if key is not None:
+                    self._insert(key, shifted, self.origin.get(expr), copied=True)
+                    target = self._forms[key]
+                else:
+                    target = self.memo.add(shifted, into=target)
+                    rule = self.origin.get(expr)
+                    if rule is not None:
+                        self.origin.setdefault(self.memo.canonical(shifted), rule)
+                self.report.copied += 1
+        finally:
+            self._copying.discard((group, by))
+        if key is None and target is not None:
+            self._copies[(group, by)] = self.memo.find(target)
+        return target
 
-    def _insert(self, key: tuple[int, Form], plan: LogicalPlan, rule: str, recipe: bool = True) -> None:
+    def _shift(self, expr: LogicalPlan, by: int) -> LogicalPlan | None:
+        """One memo expression reading every form ``by`` versions later."""
+        if isinstance(expr, SourceRead):
+            start = expr.start + by if expr.delta else 0
+            return SourceRead(expr.scan, start, expr.end + by, expr.delta)
+        if not expr.inputs:
+            return expr
+        children: list[LogicalPlan] = []
+        for child in expr.inputs:
+            assert isinstance(child, GroupRef)
+            moved = self._copy_group(self.memo.find(child.group), by)
+            if moved is None:
+                return None
+            children.append(self.memo.ref(moved))
+        shifted = expr.with_inputs(*children)
+        if "schema" in expr.__dict__:  # the same columns at every version: no need to derive them
+            shifted.__dict__.setdefault("schema", expr.__dict__["schema"])
+        return shifted
+
+    def _insert(self, key: tuple[int, Form], plan: LogicalPlan, rule: str | None, copied: bool = False) -> None:
         group, form = key
         target = self._forms.get(key)
         before = self.memo.additions
         # TVR operators enter the memo as the ordinary operators they lower to, so that the
         # ordinary physical rules implement and cost them as Spark runs them
-        plan = lower_plan(plan, keep_reads=True)
-        if recipe:
-            self._recipes.setdefault(key, []).append((plan, rule))
+        if not copied:
+            plan = lower_plan(plan, keep_reads=True)
         made = self.memo.insert(plan, into=target)
         if target is None:
             made = self.memo.link_tvr(self.meta(group), form, made)
@@ -309,17 +372,53 @@ class Expansion:
             self._forms[key] = self.memo.find(made)
             self._form_of[self._forms[key]] = key
         if self.memo.additions != before:
-            self.report.fired(rule)
-            root = plan if isinstance(plan, GroupRef) else self.memo.canonical(self._registered(plan))
-            self.origin.setdefault(root, rule)
+            if not copied and rule is not None:
+                self.report.fired(rule)
+            if rule is not None:
+                root = plan if isinstance(plan, GroupRef) else self.memo.canonical(self._registered(plan))
+                self.origin.setdefault(root, rule)
 
     def _registered(self, plan: LogicalPlan) -> LogicalPlan:
         """``plan``'s root as the memo holds it (inputs as group references)."""
+        if all(isinstance(c, GroupRef) for c in plan.inputs):
+            return plan
         refs = [self.memo.ref(self.memo.insert(c)) for c in plan.inputs]
         return plan.with_inputs(*refs) if refs else plan
 
     def note_recompute(self, expr: LogicalPlan, why: str) -> None:
-        self.report.recompute.setdefault(f"{expr.operator} {expr.details()}".strip(), why)
+        """Record why ``expr`` is recomputed, for the forms being made right now."""
+        self._notes.append((f"{expr.operator} {expr.details()}".strip(), why, tuple(self._stack)))
+
+    def notes(self, used: set[int]) -> dict[str, str]:
+        """Why constructs are recomputed, for those the chosen plan recomputes: a note belongs to
+        the innermost form being made when it was taken that has a group (a form no rule could
+        make belongs to the form that asked for it), and counts when that group — or a copy of
+        it at a later version — is among the ``used`` groups."""
+        copies: dict[tuple[int, Form], list[tuple[int, Form]]] = {}
+        for copy, source in self._copied_from.items():
+            copies.setdefault(source, []).append(copy)
+        used = {self.memo.find(g) for g in used}
+
+        def in_plan(key: tuple[int, Form]) -> bool:
+            keys, seen = [key], set()
+            while keys:
+                k = keys.pop()
+                if k in seen:
+                    continue
+                seen.add(k)
+                made = self._forms.get(k)
+                if made is not None and self.memo.find(made) in used:
+                    return True
+                keys.extend(copies.get(k, ()))
+            return False
+
+        shown: dict[str, str] = {}
+        for what, why, stack in self._notes:
+            owner = next((k for k in reversed(stack) if k in self._forms), None)
+            if owner is not None and in_plan(owner):
+                shown.setdefault(what, why)
+        self.report.recompute = shown
+        return shown
 
     def available(self, group: int) -> int:
         """The first time point at which ``group`` can be computed: the newest version it reads."""

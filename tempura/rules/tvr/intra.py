@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from tempura.algebra import Limit, LogicalPlan, Scan, Sort, Union
+from tempura.rules.tvr.aggregate import has_value_deltas
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
 from tempura.tvr.forms import Form, FormKind
@@ -30,8 +31,9 @@ def _merge(x: Expansion, group: int, form: Form) -> list[LogicalPlan]:
         return []
     if any(isinstance(e, Scan) for e in x.template_exprs(group)):
         return []  # a source's snapshot is read as it is
-    if x.aggregate_of(group) is not None:
-        return []  # an aggregate is maintained through its partial states
+    aggregate = x.aggregate_of(group)
+    if aggregate is not None and has_value_deltas(x, aggregate):
+        return []  # such an aggregate is maintained through its partial states
     old, delta = x.ss(group, form.end - 1), x.sd(group, form.end)
     if old is None or delta is None:
         return []
