@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from statsfile import StatsFile
-from tvrtesting import run_plan
+from tvrtesting import assert_methods_match_reference
 from tempura.cost.vector import Objective
 from tempura.incremental import METHODS, Arrival, IncrementalPlanner, plan_methods
-from tempura.runtime import compare_results
 from tempura.sql import parse_query
 from tempura.stats import Estimator
 from tempura.tvr import TimePoints
@@ -42,7 +41,6 @@ QUERIES = [
 
 @pytest.mark.parametrize(("sql", "rule"), QUERIES)
 def test_aggregates_without_mergeable_states_are_maintained(sql: str, rule: str, spark: Any) -> None:
-    from tempura.runtime.multitime import PlanExecutor, reference
     from tempura.runtime.sources import SourceData
 
     sources = {"t": SourceData("t", spark.createDataFrame(ROWS, "g string, v int, w int, at int, op string"), "at", "op", time_values=TIMES)}
@@ -51,9 +49,4 @@ def test_aggregates_without_mergeable_states_are_maintained(sql: str, rule: str,
     ivm = plans["ivm"]
     assert ivm.search["tvr_rule_firings"].get(rule, 0) > 0
     assert "ivm" in ivm.methods and not ivm.notes, ivm.notes  # maintained, not recomputed
-    expected = {v: reference(spark, sql, sources, v) for v in TIMES}
-    with PlanExecutor(spark, sources) as executor:
-        for method, plan in plans.items():
-            run = run_plan(executor, plan)
-            for v in TIMES:
-                assert compare_results(expected[v], run.results[v]), f"{method} at t{v}: {run.results[v]} != {expected[v]}"
+    assert_methods_match_reference(spark, sql, sources, plans, TIMES)

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from statsfile import StatsFile
-from tvrtesting import run_plan
+from tvrtesting import assert_methods_match_reference
 from tempura.cost.vector import Objective
 from tempura.incremental import METHODS, Arrival, IncrementalPlanner, plan_methods
-from tempura.runtime import compare_results
 from tempura.sql import parse_query
 from tempura.stats import Estimator
 from tempura.tvr import TimePoints
@@ -30,7 +29,6 @@ TIMES = (1, 2, 3)
     "SELECT t, COUNT(*) AS n FROM s WHERE a IN (SELECT b FROM r) GROUP BY t",
 ])
 def test_semi_and_anti_join_deltas(sql: str, spark: Any) -> None:
-    from tempura.runtime.multitime import PlanExecutor, reference
     from tempura.runtime.sources import SourceData
 
     sources = {
@@ -41,9 +39,4 @@ def test_semi_and_anti_join_deltas(sql: str, spark: Any) -> None:
     plans = plan_methods(planner, parse_query(sql, SCHEMAS), sql, TimePoints(TIMES, TIMES), Objective.deadline(3), METHODS)
     assert "ivm" in plans["ivm"].methods
     assert not any("semi" in n or "anti" in n for n in plans["ivm"].notes), plans["ivm"].notes
-    expected = {v: reference(spark, sql, sources, v) for v in TIMES}
-    with PlanExecutor(spark, sources) as executor:
-        for method, plan in plans.items():
-            run = run_plan(executor, plan)
-            for v in TIMES:
-                assert compare_results(expected[v], run.results[v]), f"{method} at t{v}: {run.results[v]} != {expected[v]}"
+    assert_methods_match_reference(spark, sql, sources, plans, TIMES)

@@ -18,3 +18,17 @@ def run_plan(executor: Any, plan: Any, scope: object = None) -> Any:
     if key not in _RUNS:
         _RUNS[key] = executor.run(plan)
     return _RUNS[key]
+
+
+def assert_methods_match_reference(spark: Any, sql: str, sources: dict[str, Any], plans: dict[str, Any], times: tuple[int, ...]) -> None:
+    """Every method's plan, run on Spark, delivers what ``spark.sql(sql)`` returns on the
+    snapshot at every time point in ``times``."""
+    from tempura.runtime import compare_results
+    from tempura.runtime.multitime import PlanExecutor, reference
+
+    expected = {v: reference(spark, sql, sources, v) for v in times}
+    with PlanExecutor(spark, sources) as executor:
+        for method, plan in plans.items():
+            run = run_plan(executor, plan)
+            for v in times:
+                assert compare_results(expected[v], run.results[v]), f"{method} at t{v}: {run.results[v]} != {expected[v]}"
