@@ -1,0 +1,139 @@
+"""Choosing the kept states: the greedy, the ILP, or both, and a budget that cannot be met.
+
+:func:`select` runs the greedy (:mod:`tempura.mqo.greedy`) on every instance. The ILP
+(:mod:`tempura.mqo.ilp`) is the selector itself when the instance is small enough — at most
+``ilp_limit`` binary variables — and otherwise only when asked to measure the greedy's gap, or
+when the greedy has no plan within the budget. The :class:`Selection` records which selector
+decided, both objectives when both ran, and the cost table of the chosen set, from which the
+plan is extracted.
+
+A budget no plan can meet is an error that states the smallest budget that works (the least
+peak of kept bytes, :func:`~tempura.mqo.ilp.smallest_budget`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from tempura.errors import TempuraError
+from tempura.mqo import ilp
+from tempura.mqo.costs import CostTable
+from tempura.mqo.greedy import GreedyResult, NoGreedyPlan, greedy
+from tempura.mqo.instance import Instance
+
+SELECTORS = ("auto", "greedy", "ilp")
+DEFAULT_ILP_LIMIT = 1000
+DEFAULT_TIME_LIMIT = 10.0
+
+
+@dataclass(frozen=True)
+class MqoOptions:
+    """How states are chosen.
+
+    ``selector``: ``auto`` (the ILP decides when the instance has at most ``ilp_limit`` binaries,
+    the greedy otherwise), ``greedy`` or ``ilp`` (always). ``budget``: the most bytes kept at once.
+    ``check``: solve the ILP beside the greedy even above the limit, to measure the gap.
+    ``time_limit``: seconds the solver may take before its best solution so far is used."""
+
+    selector: str = "auto"
+    ilp_limit: int = DEFAULT_ILP_LIMIT
+    budget: float | None = None
+    check: bool = False
+    time_limit: float = DEFAULT_TIME_LIMIT
+
+    def __post_init__(self) -> None:
+        if self.selector not in SELECTORS:
+            raise TempuraError(f"unknown state selector '{self.selector}' (known: {', '.join(SELECTORS)})")
+        if self.ilp_limit < 0:
+            raise TempuraError("the ILP's limit on binary variables must not be negative")
+        if self.budget is not None and self.budget < 0:
+            raise TempuraError("a state budget must not be negative")
+
+
+class BudgetError(TempuraError):
+    """No plan keeps its states within the budget."""
+
+
+@dataclass
+class Selection:
+    """The kept set chosen, who chose it, and the cost table of its best plan."""
+
+    kept: set[int]
+    objective: float
+    selector: str
+    table: CostTable
+    greedy: GreedyResult | None
+    ilp: ilp.IlpResult | None
+
+    @property
+    def gap(self) -> float | None:
+        """The greedy's objective over the ILP's proven optimum (1.0: the greedy is optimal)."""
+        if self.greedy is None or self.ilp is None or not self.ilp.optimal or not math.isfinite(self.ilp.objective):
+            return None
+        if self.ilp.objective <= 0:
+            return 1.0
+        return self.greedy.objective / self.ilp.objective
+
+    def report(self, instance: Instance) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "selector": self.selector,
+            "nodes": instance.size,
+            "ops": instance.op_count,
+            "candidates": len(instance.candidates),
+            "binaries": instance.binaries(),
+            "kept": len(self.kept),
+            "objective": self.objective,
+        }
+        if self.greedy is not None:
+            g = self.greedy
+            out["greedy"] = {"objective": g.objective, "seconds": g.seconds, "trials": g.trials,
+                             "commits": g.commits, "dropped": g.dropped, "start": g.start}
+        if self.ilp is not None:
+            i = self.ilp
+            out["ilp"] = {"objective": i.objective, "seconds": i.seconds, "optimal": i.optimal,
+                          "status": i.status, "solver": i.solver, "binaries": i.binaries}
+        if self.gap is not None:
+            out["greedy_gap"] = self.gap
+        return out
+
+
+def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = MqoOptions()) -> Selection:
+    """The states to keep for ``instance``, starting the greedy from ``start``."""
+    budget = options.budget
+    found: GreedyResult | None
+    try:
+        found = greedy(instance, start, budget) if options.selector != "ilp" else None
+    except NoGreedyPlan:
+        found = None
+    small = instance.binaries() <= options.ilp_limit
+    run_ilp = options.selector == "ilp" or (options.selector == "auto" and small) or options.check or found is None
+    solved = ilp.solve(instance, budget, options.time_limit) if run_ilp else None
+    if solved is not None and not math.isfinite(solved.objective):
+        solved_ok = False
+    else:
+        solved_ok = solved is not None
+    if found is None and not solved_ok:
+        if budget is not None:
+            least, proven = ilp.smallest_budget(instance, options.time_limit)
+            raise BudgetError(f"no plan keeps its states within the budget of {format_bytes(budget)}: the smallest budget "
+                              f"that works is {'' if proven else 'about '}{format_bytes(least)}")
+        raise TempuraError("no plan delivers the results with the states this method may keep")
+    as_selector = options.selector == "ilp" or (options.selector == "auto" and small) or found is None
+    # a solve stopped by its time limit may be worse than the greedy's: then the greedy decides
+    if solved_ok and solved is not None and as_selector and (found is None or solved.objective <= found.objective * (1 + 1e-9)):
+        assert solved is not None
+        table = CostTable(instance, solved.kept, solved.until)
+        return Selection(set(solved.kept), table.objective(), "ilp", table, found, solved)
+    assert found is not None
+    table = CostTable(instance, found.kept)
+    return Selection(set(found.kept), table.objective(), "greedy", table, found, solved if solved_ok else None)
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in the largest unit that keeps it at least 1 (decimal units, as the spec)."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"

@@ -1,0 +1,208 @@
+"""State selection on hand-made instances with known optima, and on random ones: the greedy, the
+ILP, cost propagation, pruning and budgets."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tempura.errors import TempuraError
+from tempura.mqo import BudgetError, Candidate, CostTable, Instance, MqoOptions, Op, greedy, select, solve
+from tempura.mqo.ilp import NoSolver, smallest_budget, solver
+from tempura.mqo.instance import keep_times, prune
+from tempura.mqo.synthetic import random_instance
+
+EPS = 1e-6
+
+
+def seed_example(w1: float, w2: float) -> Instance:
+    """The Tempura seed's example: a result needed at t2 costs 10 to compute, 5 to save and 4
+    to load; computed at t1 and kept, or computed at t2."""
+    inst = Instance(2)
+    at1 = inst.add_node(1, "R@t1")
+    at2 = inst.add_node(2, "R@t2")
+    inst.add_op(at1, Op(10 * w1))
+    kept = inst.add_candidate(Candidate(at1, 1, 5 * w1, 100.0))
+    inst.add_op(at2, Op(10 * w2))
+    inst.add_op(at2, Op(4 * w2, (), kept))
+    inst.roots = [at2]
+    inst.validate()
+    return inst
+
+
+@pytest.mark.parametrize(("w1", "w2", "optimum", "kept"), [
+    (1.0, 1.0, 10.0, set()),          # [0, 10] beats [15, 4] under total
+    (0.001, 1.0, 4.015, {0}),          # deadline: 15·0.001 + 4
+    (0.1, 1.0, 5.5, {0}),              # 15·0.1 + 4 = 5.5 < 10
+    (0.5, 1.0, 10.0, set()),           # 7.5 + 4 = 11.5 > 10
+])
+def test_seed_example_both_selectors_find_the_optimum(w1: float, w2: float, optimum: float, kept: set[int]) -> None:
+    inst = seed_example(w1, w2)
+    found = greedy(inst)
+    exact = solve(inst)
+    assert found.objective == pytest.approx(optimum)
+    assert exact.objective == pytest.approx(optimum)
+    assert found.kept == kept and exact.kept == kept and exact.optimal
+
+
+def shared_at_one_time() -> Instance:
+    """A result read twice by the delivery at one time point: recomputing it twice costs 20;
+    keeping it costs 10 + 1 (save) + 2 × 1 (loads)."""
+    inst = Instance(1)
+    x = inst.add_node(1, "X")
+    inst.add_op(x, Op(10.0))
+    c = inst.add_candidate(Candidate(x, 1, 1.0, 8.0))
+    inst.add_op(x, Op(1.0, (), c))
+    root = inst.add_node(1, "root")
+    inst.add_op(root, Op(3.0, (x, x)))
+    inst.roots = [root]
+    inst.validate()
+    return inst
+
+
+def test_sharing_at_one_time_point_keeps_the_shared_result() -> None:
+    inst = shared_at_one_time()
+    assert CostTable(inst).objective() == pytest.approx(23.0)
+    for result in (greedy(inst), solve(inst)):
+        assert result.objective == pytest.approx(16.0)
+        assert result.kept == {0}
+
+
+def complementary() -> Instance:
+    """Two states that pay off only together: the delivery recomputes A and B (20) or loads both
+    (1 each). Each costs 1 to compute and 4 to save at t1. Keeping one alone adds 5 and saves
+    nothing, so the greedy from nothing kept stays at 20; the optimum keeps both: 2·(1 + 4) + 2 = 12."""
+    inst = Instance(2)
+    a1, b1 = inst.add_node(1, "A@t1"), inst.add_node(1, "B@t1")
+    inst.add_op(a1, Op(1.0))
+    inst.add_op(b1, Op(1.0))
+    ca = inst.add_candidate(Candidate(a1, 1, 4.0, 10.0))
+    cb = inst.add_candidate(Candidate(b1, 1, 4.0, 10.0))
+    root = inst.add_node(2, "root@t2")
+    inst.add_op(root, Op(20.0))  # recompute both
+    both = inst.add_node(2, "both loaded@t2")
+    la, lb = inst.add_node(2, "A@t2"), inst.add_node(2, "B@t2")
+    inst.add_op(la, Op(1.0, (), ca))
+    inst.add_op(lb, Op(1.0, (), cb))
+    inst.add_op(both, Op(0.0, (la, lb)))
+    inst.add_op(root, Op(0.0, (both,)))
+    inst.roots = [root]
+    inst.validate()
+    return inst
+
+
+def test_complementary_states_the_greedy_misses_and_the_ilp_finds() -> None:
+    inst = complementary()
+    found = greedy(inst)  # from nothing kept: each state alone leaves the plan at 20
+    assert found.objective == pytest.approx(20.0) and found.kept == set()
+    exact = solve(inst)
+    assert exact.objective == pytest.approx(12.0) and exact.kept == {0, 1} and exact.optimal
+    chosen = select(inst)  # small: the ILP decides
+    assert chosen.selector == "ilp" and chosen.objective == pytest.approx(12.0)
+    assert chosen.gap == pytest.approx(20.0 / 12.0)
+    above = select(inst, options=MqoOptions(ilp_limit=0))
+    assert above.selector == "greedy" and above.objective == pytest.approx(20.0) and above.ilp is None
+
+
+def test_greedy_started_from_a_plan_keeps_it_when_nothing_improves() -> None:
+    inst = complementary()
+    assert greedy(inst, start={0, 1}).objective == pytest.approx(12.0)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_ilp_never_worse_than_greedy_on_random_instances(seed: int) -> None:
+    inst = random_instance(seed, k=3 + seed % 3, size=1 + seed % 4)
+    found = greedy(inst)
+    exact = solve(inst, time_limit=60)
+    assert exact.optimal
+    assert exact.objective <= found.objective * (1 + EPS)
+    # the ILP's objective is the cost propagation's value of its kept set
+    assert CostTable(inst, exact.kept).objective() == pytest.approx(exact.objective)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pruning_keeps_every_optimum(seed: int) -> None:
+    inst = random_instance(100 + seed, k=4, size=3)
+    pruned = prune(inst)
+    assert pruned.instance.op_count <= inst.op_count
+    assert greedy(pruned.instance).objective == pytest.approx(greedy(inst).objective)
+    assert solve(pruned.instance).objective == pytest.approx(solve(inst).objective)
+
+
+def test_staging_rolls_back_and_commits() -> None:
+    inst = seed_example(0.001, 1.0)
+    table = CostTable(inst)
+    before = table.objective()
+    staged = table.stage(add=[0])
+    assert staged == pytest.approx(4.015) and table.objective() == pytest.approx(4.015)
+    table.rollback()
+    assert table.objective() == pytest.approx(before) and table.kept == set()
+    table.stage(add=[0])
+    table.commit()
+    assert table.kept == {0} and table.objective() == pytest.approx(4.015)
+    assert table.stage(remove=[0]) == pytest.approx(before)
+
+
+def two_states_at_once() -> Instance:
+    """The delivery at t3 must load two states (it cannot recompute them): A kept at t1 (10
+    bytes) and B kept at t2 (30 bytes), both alive at t2 and t3: at least 40 bytes at once."""
+    inst = Instance(3)
+    a1, b2 = inst.add_node(1, "A@t1"), inst.add_node(2, "B@t2")
+    inst.add_op(a1, Op(1.0))
+    inst.add_op(b2, Op(1.0))
+    ca = inst.add_candidate(Candidate(a1, 1, 1.0, 10.0))
+    cb = inst.add_candidate(Candidate(b2, 2, 1.0, 30.0))
+    la, lb = inst.add_node(3, "A@t3"), inst.add_node(3, "B@t3")
+    inst.add_op(la, Op(1.0, (), ca))
+    inst.add_op(lb, Op(1.0, (), cb))
+    root = inst.add_node(3, "root")
+    inst.add_op(root, Op(1.0, (la, lb)))
+    inst.roots = [root]
+    inst.validate()
+    return inst
+
+
+def test_budget_that_no_plan_meets_names_the_smallest_that_works() -> None:
+    inst = two_states_at_once()
+    assert smallest_budget(inst)[0] == pytest.approx(40.0)
+    with pytest.raises(BudgetError, match=r"smallest budget that works is 40 B"):
+        select(inst, options=MqoOptions(budget=39.0))
+    chosen = select(inst, options=MqoOptions(budget=40.0))
+    assert chosen.kept == {0, 1}
+
+
+def test_budget_is_a_constraint_of_the_ilp_and_a_stopping_rule_of_the_greedy() -> None:
+    inst = shared_at_one_time()  # keeping X (8 bytes) saves 7
+    for selector in ("greedy", "ilp"):
+        tight = select(inst, options=MqoOptions(selector=selector, budget=7.0))
+        assert tight.kept == set() and tight.objective == pytest.approx(23.0)
+        roomy = select(inst, options=MqoOptions(selector=selector, budget=8.0))
+        assert roomy.kept == {0} and roomy.objective == pytest.approx(16.0)
+
+
+def test_keep_times_are_the_prefix_minima_of_the_weights() -> None:
+    assert keep_times(2, (0.001, 0.001, 0.001, 1.0), 4) == [2]
+    assert keep_times(1, (1.0, 1.0, 1.0), 3) == [1]
+    assert keep_times(1, (1.0, 0.5, 0.7, 0.1), 4) == [1, 2, 4]
+
+
+def test_malformed_instances_and_options_are_refused() -> None:
+    inst = Instance(2)
+    node = inst.add_node(1)
+    c = inst.add_candidate(Candidate(node, 2, 1.0, 1.0))
+    inst.add_op(node, Op(1.0, (), c))
+    inst.roots = [node]
+    with pytest.raises(TempuraError, match="later time point"):
+        inst.validate()
+    with pytest.raises(TempuraError, match="unknown state selector"):
+        MqoOptions(selector="magic")
+    with pytest.raises(NoSolver, match="install highspy"):
+        solver(preferred=("no-such-solver",))
+
+
+def test_greedy_has_no_plan_when_every_way_needs_a_state_and_nothing_is_kept() -> None:
+    inst = two_states_at_once()
+    assert math.isinf(CostTable(inst).objective())
+    chosen = select(inst, options=MqoOptions(selector="greedy"))  # the ILP finds the start
+    assert chosen.selector == "ilp" and chosen.kept == {0, 1}
