@@ -206,3 +206,13 @@ def test_greedy_has_no_plan_when_every_way_needs_a_state_and_nothing_is_kept() -
     assert math.isinf(CostTable(inst).objective())
     chosen = select(inst, options=MqoOptions(selector="greedy"))  # the ILP finds the start
     assert chosen.selector == "ilp" and chosen.kept == {0, 1}
+
+
+def test_structure_indexes_follow_later_additions() -> None:
+    inst = seed_example(1.0, 1.0)
+    assert inst.parents[0] == [] and inst.loads[0] == [1]
+    extra = inst.add_node(2, "reads R@t1")
+    inst.add_op(extra, Op(1.0, (0,)))
+    inst.add_op(extra, Op(1.0, (), 0))
+    assert inst.parents[0] == [extra] and inst.loads[0] == [1, extra]
+    assert inst.order.index(0) < inst.order.index(extra)

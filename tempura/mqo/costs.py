@@ -13,8 +13,8 @@ merges it — the Tempura seed's transaction map (staging, rollback, commit), so
 candidate costs only the nodes it changes.
 
 The objective of a kept set ``S`` is ``Σ_roots best(root) + Σ_{c∈S} (compute(c) + save(c))``: a
-kept state is computed and saved once, whether or not the best plan reads it (unread ones are
-dropped at the end, :meth:`used`).
+kept state is computed and saved once, whether or not the best plan reads it (the greedy drops
+unread ones at the end).
 """
 
 from __future__ import annotations
@@ -68,8 +68,12 @@ class CostTable:
     # -- reading ----------------------------------------------------------------------------------
 
     @property
+    def _current(self) -> set[int]:
+        return self._staged_kept if self._staged_kept is not None else self._kept
+
+    @property
     def kept(self) -> set[int]:
-        return set(self._staged_kept if self._staged_kept is not None else self._kept)
+        return set(self._current)
 
     def best(self, node: int) -> float:
         return self._staged_best.get(node, self._best[node])
@@ -80,7 +84,7 @@ class CostTable:
     def objective(self) -> float:
         inst = self.instance
         total = sum(self.best(r) for r in inst.roots)
-        for c in self._staged_kept if self._staged_kept is not None else self._kept:
+        for c in self._current:
             cand = inst.candidates[c]
             total += self.compute(cand.node) + cand.save
         return total
@@ -94,7 +98,7 @@ class CostTable:
         return self._argmin(node, loads=False)
 
     def _argmin(self, node: int, loads: bool) -> int:
-        readable = self._readable(self._staged_kept if self._staged_kept is not None else self._kept)
+        readable = self._readable(self._current)
         at = self.instance.times[node]
         best, index = INF, -1
         for i, op in enumerate(self.instance.ops[node]):
@@ -210,10 +214,6 @@ class CostTable:
     def _computation_children(self, node: int) -> tuple[int, ...]:
         index = self.computation(node)
         return self.instance.ops[node][index].children if index >= 0 else ()
-
-    def used(self) -> set[int]:
-        """The kept candidates the best plan reads."""
-        return set(self.states().reads)
 
     def op(self, node: int, index: int) -> Op:
         return self.instance.ops[node][index]

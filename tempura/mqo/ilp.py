@@ -61,7 +61,6 @@ class IlpResult:
     binaries: int
     variables: int
     constraints: int
-    choices: dict[int, int] = field(default_factory=dict)
     until: dict[int, int] = field(default_factory=dict)  # under a budget: the last read of each kept state
 
 
@@ -211,8 +210,7 @@ def solve(instance: Instance, budget: float | None = None, time_limit: float = D
     kept, until = model.kept(), model.until()
     table = CostTable(instance, kept, until)
     return IlpResult(kept, table.objective(), optimal, status, name, seconds, model.binaries,
-                     model.problem.numVariables(), model.problem.numConstraints(),
-                     {n: i for (n, i), v in model.choose.items() if (v.varValue or 0.0) > 0.5}, until)
+                     model.problem.numVariables(), model.problem.numConstraints(), until)
 
 
 def smallest_budget(instance: Instance, time_limit: float = DEFAULT_TIME_LIMIT) -> tuple[float, bool]:

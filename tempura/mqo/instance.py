@@ -67,24 +67,22 @@ class Instance:
     ops: list[list[Op]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     roots: list[int] = field(default_factory=list)
-    _order: list[int] | None = None
-    _parents: list[list[int]] | None = None
-    _loads: list[list[int]] | None = None
+    _indexes: tuple[list[int], list[list[int]], list[list[int]]] | None = None  # order, parents, loads
 
     def add_node(self, time: int, label: str = "") -> int:
         self.times.append(time)
         self.labels.append(label)
         self.ops.append([])
-        self._order = None
+        self._indexes = None
         return len(self.times) - 1
 
     def add_op(self, node: int, op: Op) -> None:
         self.ops[node].append(op)
-        self._order = None
+        self._indexes = None
 
     def add_candidate(self, candidate: Candidate) -> int:
         self.candidates.append(candidate)
-        self._order = None
+        self._indexes = None
         return len(self.candidates) - 1
 
     @property
@@ -122,31 +120,24 @@ class Instance:
     @property
     def order(self) -> list[int]:
         """Nodes with every node after the nodes its ops read (children first)."""
-        if self._order is None:
-            self._index()
-        assert self._order is not None
-        return self._order
+        return self._index()[0]
 
     @property
     def parents(self) -> list[list[int]]:
         """For each node, the nodes with an op reading it (once per such node)."""
-        if self._parents is None:
-            self._index()
-        assert self._parents is not None
-        return self._parents
+        return self._index()[1]
 
     @property
     def loads(self) -> list[list[int]]:
         """For each candidate, the nodes with a load of it."""
-        if self._loads is None:
-            self._index()
-        assert self._loads is not None
-        return self._loads
+        return self._index()[2]
 
-    def _index(self) -> None:
+    def _index(self) -> tuple[list[int], list[list[int]], list[list[int]]]:
+        if self._indexes is not None:
+            return self._indexes
         graph = self.graph()
         try:
-            self._order = list(reversed(list(nx.topological_sort(graph))))
+            order = list(reversed(list(nx.topological_sort(graph))))
         except nx.NetworkXUnfeasible:
             cycle = nx.find_cycle(graph)
             raise TempuraError(f"internal: the MQO instance has a cycle through {', '.join(self.labels[a] or str(a) for a, _ in cycle)}") from None
@@ -158,8 +149,8 @@ class Instance:
                     parents[c].add(n)
                 if op.is_load and n not in loads[op.candidate]:
                     loads[op.candidate].append(n)
-        self._parents = [sorted(p) for p in parents]
-        self._loads = loads
+        self._indexes = (order, [sorted(p) for p in parents], loads)
+        return self._indexes
 
     def validate(self) -> None:
         """Raise on a malformed instance: a dangling id, a load of a state kept later than it is

@@ -108,27 +108,23 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
     except NoGreedyPlan:
         found = None
     small = instance.binaries() <= options.ilp_limit
-    run_ilp = options.selector == "ilp" or (options.selector == "auto" and small) or options.check or found is None
-    solved = ilp.solve(instance, budget, options.time_limit) if run_ilp else None
+    as_selector = options.selector == "ilp" or (options.selector == "auto" and small) or found is None
+    solved = ilp.solve(instance, budget, options.time_limit) if as_selector or options.check else None
     if solved is not None and not math.isfinite(solved.objective):
-        solved_ok = False
-    else:
-        solved_ok = solved is not None
-    if found is None and not solved_ok:
+        solved = None  # infeasible, or no solution within the time limit
+    if found is None and solved is None:
         if budget is not None:
             least, proven = ilp.smallest_budget(instance, options.time_limit)
             raise BudgetError(f"no plan keeps its states within the budget of {format_bytes(budget)}: the smallest budget "
                               f"that works is {'' if proven else 'about '}{format_bytes(least)}")
         raise TempuraError("no plan delivers the results with the states this method may keep")
-    as_selector = options.selector == "ilp" or (options.selector == "auto" and small) or found is None
     # a solve stopped by its time limit may be worse than the greedy's: then the greedy decides
-    if solved_ok and solved is not None and as_selector and (found is None or solved.objective <= found.objective * (1 + 1e-9)):
-        assert solved is not None
+    if solved is not None and as_selector and (found is None or solved.objective <= found.objective * (1 + 1e-9)):
         table = CostTable(instance, solved.kept, solved.until)
         return Selection(set(solved.kept), table.objective(), "ilp", table, found, solved)
     assert found is not None
     table = CostTable(instance, found.kept)
-    return Selection(set(found.kept), table.objective(), "greedy", table, found, solved if solved_ok else None)
+    return Selection(set(found.kept), table.objective(), "greedy", table, found, solved)
 
 
 def format_bytes(n: float) -> str:
