@@ -25,7 +25,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Hashable, Iterable, Protocol
+
+import networkx as nx
 
 from tempura.algebra import LogicalPlan, Query
 from tempura.cost.model import CostConstants, format_time
@@ -33,9 +35,12 @@ from tempura.cost.vector import CostVector, Objective
 from tempura.errors import TempuraError
 from tempura.memo import GroupRef, Memo, Search
 from tempura.memo.properties import Props
+from tempura.mqo import MqoOptions, Selection, select
+from tempura.mqo.instance import prune
+from tempura.mqo.memo import MemoInstance, MqoChooser, Pick, WinnerChooser
 from tempura.planner import JoinHint, Planner, _in_order, _to_logical, fill_template, gc_paused, rule_names
 from tempura.rules.physical import PartialAggregate, SparkImplementer
-from tempura.rules.physical.tvr import LOAD, TimedImplementer
+from tempura.rules.physical.tvr import TimedImplementer
 from tempura.rules.tvr import METHODS, RULE_NAMES, RULES, Expansion, rules_for
 from tempura.rules.logical.reorder import DP_LIMIT
 from tempura.stats.estimate import Estimator
@@ -87,6 +92,7 @@ class IncrementalPlanner(Planner):
         output: str = "snapshot",
         join_orders: str = "auto",
         copy: bool = True,
+        mqo: MqoOptions | None = None,
     ) -> MultiTimePlan:
         """The cheapest plan of ``query`` over ``time_points`` with the rules of ``method``.
 
@@ -99,9 +105,14 @@ class IncrementalPlanner(Planner):
 
         ``output="snapshot"`` delivers ``SS[v]`` at each delivery ``v``; ``output="delta"``
         delivers the change since the previous time point, ``SD[v-1,v]`` (a Z-set with the
-        multiplicity column ``__m``)."""
+        multiplicity column ``__m``).
+
+        ``mqo`` says how the kept states are chosen (:mod:`tempura.mqo`): by default the greedy,
+        or the ILP when the instance is small enough; ``selector="off"`` keeps the search's own
+        plan, which shares nothing between consumers."""
         with gc_paused():
-            return self._plan_standing(query, sql, time_points, objective, method, disabled, output, join_orders, copy)
+            return self._plan_standing(query, sql, time_points, objective, method, disabled, output, join_orders, copy,
+                                       mqo or MqoOptions())
 
     def _plan_standing(
         self,
@@ -114,6 +125,7 @@ class IncrementalPlanner(Planner):
         output: str,
         join_orders: str,
         copy: bool,
+        mqo: MqoOptions,
     ) -> MultiTimePlan:
         if output not in ("snapshot", "delta"):
             raise TempuraError(f"unknown output mode '{output}' (known: snapshot, delta)")
@@ -143,15 +155,17 @@ class IncrementalPlanner(Planner):
                 raise TempuraError(f"no rule of method {method} computes the query's {output} at t{v}")
             roots[v] = ref.group
         expanded = time.perf_counter()
-        search = Search(memo, TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic)))
+        implementer = TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic))
+        search = Search(memo, implementer)
         for v, group in roots.items():
             if search.optimize(group, Props(time=v)) is None:
                 raise TempuraError(f"no plan delivers the result at t{v} with method {method} and the rules disabled")
-        extractor = Extractor(memo, search, expansion, self.costs.state_write, self.costs.state_read, objective)
+        searched = time.perf_counter()
+        chooser, selection = self._choose_states(memo, search, implementer, objective, roots, mqo)
+        extractor = Extractor(memo, chooser, expansion, self.costs.state_write, self.costs.state_read, objective)
         columns = list(query.plan.schema.names) + ([MULT] if output == "delta" else [])
-        for v, group in roots.items():
-            extractor.deliver(group, v, columns)
-        fragments = sorted(extractor.fragments.values(), key=lambda f: (f.time, int(f.id[1:])))
+        delivered = {v: extractor.deliver(group, v, columns).id for v, group in roots.items()}
+        fragments = extractor.ordered()
         groups, exprs = memo.size()
         notes = [f"{op}: {why}" for op, why in sorted(expansion.notes(extractor.used).items())]
         return MultiTimePlan(
@@ -163,9 +177,10 @@ class IncrementalPlanner(Planner):
             fragments=fragments,
             states=list(extractor.states.values()),
             cost=sum((f.cost for f in fragments), CostVector.zero(objective)),
-            deliveries={v: extractor.fragments[(memo.find(g), Props(time=v))].id for v, g in roots.items()},
+            deliveries=delivered,
             notes=notes,
             output=output,
+            selector=selection.selector if selection is not None else "off",
             search={
                 "template_groups": template[0],
                 "groups": groups,
@@ -177,9 +192,25 @@ class IncrementalPlanner(Planner):
                 "winners": search.winner_count,
                 "template_seconds": templated - started,
                 "expand_seconds": expanded - templated,
+                "search_seconds": searched - expanded,
+                "mqo_seconds": time.perf_counter() - searched,
                 "seconds": time.perf_counter() - started,
+                **({"mqo": selection.report(selection.table.instance)} if selection is not None else {}),
             },
         )
+
+    def _choose_states(self, memo: Memo, search: Search, implementer: TimedImplementer, objective: Objective,
+                       roots: dict[int, int], options: MqoOptions) -> tuple[Chooser, Selection | None]:
+        """The kept states: the selection over the memo's instance, or the search's own plan."""
+        if options.selector == "off":
+            return WinnerChooser(memo, search), None
+        built = MemoInstance(memo, search, implementer, objective, all_times=options.budget is not None)
+        built.build([(g, v) for v, g in roots.items()])
+        pruned = prune(built.instance)
+        index = {old: new for new, old in enumerate(pruned.candidates)}
+        start = {index[c] for c in built.start() if c in index}
+        selection = select(pruned.instance, start, options)
+        return MqoChooser(built, pruned, selection), selection
 
 
     def _best_order(self, memo: Memo, root: int, off: set[str]) -> tuple[Memo, int]:
@@ -209,17 +240,34 @@ class _Building:
     methods: set[str] = field(default_factory=set)
 
 
-class Extractor:
-    """Turns the search's winners into fragments and kept states."""
+class Chooser(Protocol):
+    """What the extractor asks of a plan choice (:mod:`tempura.mqo.memo`): handles of nodes, the
+    (group, property) a handle stands for, and what each one is in the plan."""
 
-    def __init__(self, memo: Memo, search: Search, expansion: Expansion, save: Callable[[RelStats], object], load: Callable[[RelStats], object], objective: Objective) -> None:
+    def root(self, group: int, time: int) -> Hashable: ...
+
+    def kept(self, group: int, time: int) -> Hashable: ...
+
+    def where(self, handle: Hashable) -> tuple[int, Props]: ...
+
+    def pick(self, handle: Hashable) -> Pick: ...
+
+
+class Extractor:
+    """Turns a plan choice into fragments and kept states.
+
+    A delivery is a fragment; so is each kept state, computed once at its time point and read by
+    the fragments that load it. Everything else is computed inside the fragment that reads it,
+    once per reader, as the costs assume."""
+
+    def __init__(self, memo: Memo, chooser: Chooser, expansion: Expansion, save: Callable[[RelStats], object], load: Callable[[RelStats], object], objective: Objective) -> None:
         self.memo = memo
-        self.search = search
+        self.chooser = chooser
         self.expansion = expansion
         self.save = save
         self.load = load
         self.objective = objective
-        self.fragments: dict[tuple[int, Props], Fragment] = {}
+        self.fragments: dict[tuple[str, int, int], Fragment] = {}
         self.states: dict[str, KeptState] = {}
         self._next = 0
         self._forms = {self.memo.find(g): f"{f} of G{t}" for (t, f), g in expansion._forms.items()}
@@ -227,28 +275,39 @@ class Extractor:
 
     def deliver(self, group: int, time: int, columns: list[str]) -> Fragment:
         """The fragment delivering ``group`` at ``time``, its columns in the query's order
-        (states are read by column name, so a kept and delivered result can be reordered)."""
-        fragment = self.fragment(group, Props(time=time))
+        (states are read by column name, so a kept and delivered result can be reordered). A
+        delivery that is itself kept at its time point is the state's fragment, read back."""
+        group = self.memo.find(group)
+        handle = self.chooser.root(group, time)
+        pick = self.chooser.pick(handle)
+        if pick.alternative is None and pick.group == group and pick.kept_at == time:
+            fragment = self._producer(group, time)
+            self._keep(fragment, group)
+            fragment.cost = fragment.cost + CostVector.at(time, self.load(self.memo.group(group).stats), self.objective)  # type: ignore[arg-type]
+        else:
+            fragment = self._fragment(("result", group, time), handle, time)
         fragment.delivers = True
         fragment.plan = _in_order(fragment.plan, columns)
         return fragment
 
-    def fragment(self, group: int, props: Props) -> Fragment:
-        group = self.memo.find(group)
-        key = (group, props)
+    def _producer(self, group: int, time: int) -> Fragment:
+        return self._fragment(("state", self.memo.find(group), time), self.chooser.kept(group, time), time)
+
+    def _fragment(self, key: tuple[str, int, int], handle: Hashable, time: int) -> Fragment:
         made = self.fragments.get(key)
         if made is not None:
             return made
+        group = key[1]
         self._next += 1
-        building = _Building(f"f{self._next}", props.time, CostVector.zero(self.objective))
+        building = _Building(f"f{self._next}", time, CostVector.zero(self.objective))
         hints: dict[LogicalPlan, JoinHint] = {}
         lines: list[str] = []
-        plan = self._build(group, props, building, hints, lines, 0)
+        plan = self._build(handle, building, hints, lines, 0)
         plan = _in_order(plan, list(self.memo.group(group).schema.names))
         method = max(building.methods or {"batch"}, key=METHOD_ORDER.index)
         fragment = Fragment(
             id=building.id,
-            time=props.time,
+            time=time,
             method=method,
             form=self._forms.get(group, f"G{group}"),
             plan=plan,
@@ -270,28 +329,26 @@ class Extractor:
             self.states[producer.keeps] = KeptState(producer.keeps, producer.time, [], [], stats.rows, stats.bytes, producer.form)
         return self.states[producer.keeps]
 
-    def _build(self, group: int, props: Props, into: _Building, hints: dict[LogicalPlan, JoinHint], lines: list[str], depth: int) -> LogicalPlan:
-        won = self.search.winner(group, props) or self.search.optimize(group, props)
-        if won is None:
-            raise TempuraError(f"internal: no winner for G{group} under {props}")
-        alt = won.alternative
+    def _build(self, handle: Hashable, into: _Building, hints: dict[LogicalPlan, JoinHint], lines: list[str], depth: int) -> LogicalPlan:
+        group, props = self.chooser.where(handle)
+        pick = self.chooser.pick(handle)
         stats = self.memo.group(group).stats
         self.used.add(group)
-        if alt.operator == LOAD:
-            child, child_props = alt.children[0]
-            producer = self.fragment(child, child_props)
-            state = self._keep(producer, child)
+        if pick.alternative is None:
+            producer = self._producer(pick.group, pick.kept_at)
+            state = self._keep(producer, pick.group)
             state.read_by.append(into.id)
             state.read_at.append(into.time)
             into.states.add(state.id)
             into.cost = into.cost + CostVector.at(into.time, self.load(stats), self.objective)  # type: ignore[arg-type]
             lines.append(f"{'  ' * depth}LoadState {state.id} (saved by {producer.id} at t{producer.time}) rows={stats.rows:.4g}")
-            return StateRead(state.id, tuple(self.memo.group(child).schema.fields)).lower([])
+            return StateRead(state.id, tuple(self.memo.group(pick.group).schema.fields)).lower([])
+        alt = pick.alternative
         own = alt.own
         assert isinstance(own, CostVector)
         into.cost = into.cost + own
         lines.append(f"{'  ' * depth}{alt.operator} {alt.details}  rows={stats.rows:.4g} cost={format_time(own.times[props.time - 1])}")
-        children = [self._build(c, p, into, hints, lines, depth + 1) for c, p in alt.children]
+        children = [self._build(c, into, hints, lines, depth + 1) for c in pick.children]
         if alt.logical is None:  # an enforcer or a partial aggregate: the plan is its input's
             return children[0]
         flat = all(isinstance(c, GroupRef) for c in alt.logical.inputs)  # top-k templates nest a sort
@@ -306,6 +363,17 @@ class Extractor:
             strategy, side = alt.hint.split(":")
             hints[plan] = (strategy, side)
         return plan
+
+    def ordered(self) -> list[Fragment]:
+        """The fragments by time point, each after the fragments whose states it reads."""
+        graph = nx.DiGraph()
+        producers = {f.keeps: f.id for f in self.fragments.values() if f.keeps}
+        by_id = {f.id: f for f in self.fragments.values()}
+        graph.add_nodes_from(by_id)
+        for f in by_id.values():
+            for s in f.states:
+                graph.add_edge(producers[s], f.id)
+        return [by_id[i] for i in nx.lexicographical_topological_sort(graph, key=lambda i: (by_id[i].time, int(i[1:])))]
 
 
 FORCED = tuple(m for m in METHODS if m != "auto")

@@ -98,7 +98,7 @@ def test_complementary_states_the_greedy_misses_and_the_ilp_finds() -> None:
     assert found.objective == pytest.approx(20.0) and found.kept == set()
     exact = solve(inst)
     assert exact.objective == pytest.approx(12.0) and exact.kept == {0, 1} and exact.optimal
-    chosen = select(inst)  # small: the ILP decides
+    chosen = select(inst, options=MqoOptions(ilp_limit=1000))  # small: the ILP decides
     assert chosen.selector == "ilp" and chosen.objective == pytest.approx(12.0)
     assert chosen.gap == pytest.approx(20.0 / 12.0)
     above = select(inst, options=MqoOptions(ilp_limit=0))

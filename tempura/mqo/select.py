@@ -23,8 +23,8 @@ from tempura.mqo.costs import CostTable
 from tempura.mqo.greedy import GreedyResult, NoGreedyPlan, greedy
 from tempura.mqo.instance import Instance
 
-SELECTORS = ("auto", "greedy", "ilp")
-DEFAULT_ILP_LIMIT = 1000
+SELECTORS = ("auto", "greedy", "ilp", "off")
+DEFAULT_ILP_LIMIT = 0
 DEFAULT_TIME_LIMIT = 10.0
 
 
@@ -33,7 +33,8 @@ class MqoOptions:
     """How states are chosen.
 
     ``selector``: ``auto`` (the ILP decides when the instance has at most ``ilp_limit`` binaries,
-    the greedy otherwise), ``greedy`` or ``ilp`` (always). ``budget``: the most bytes kept at once.
+    the greedy otherwise), ``greedy`` or ``ilp`` (always); ``off``: the planner keeps the memo
+    search's own plan, which prices each read of a state alone and shares nothing. ``budget``: the most bytes kept at once.
     ``check``: solve the ILP beside the greedy even above the limit, to measure the gap.
     ``time_limit``: seconds the solver may take before its best solution so far is used."""
 
@@ -101,6 +102,8 @@ class Selection:
 
 def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = MqoOptions()) -> Selection:
     """The states to keep for ``instance``, starting the greedy from ``start``."""
+    if options.selector == "off":
+        raise TempuraError("the 'off' selector chooses nothing: the planner keeps the search's plan")
     budget = options.budget
     found: GreedyResult | None
     try:

@@ -109,6 +109,7 @@ class MultiTimePlan:
     notes: list[str] = field(default_factory=list)
     search: dict[str, Any] = field(default_factory=dict)
     output: str = "snapshot"  # or "delta": each delivery is SD[v-1,v] with the multiplicity column
+    selector: str = "off"  # what chose the kept states: greedy, ilp, or off (the search's own plan)
 
     def at(self, time: int) -> list[Fragment]:
         """The fragments run at ``time``, in an order that runs each after the states it reads."""
@@ -123,6 +124,7 @@ class MultiTimePlan:
     def summary(self) -> dict[str, Any]:
         return {
             "method": self.method,
+            "selector": self.selector,
             "methods_used": self.methods,
             "vector_ns": list(self.cost.times),
             "objective_ns": self.cost.weighted,
@@ -143,6 +145,7 @@ class MultiTimePlan:
                 "work_ns": self.cost.work,
             },
             "method": self.method,
+            "selector": self.selector,
             "output": self.output,
             "fragments": [f.to_json() for f in self.fragments],
             "states": [s.to_json() for s in self.states],

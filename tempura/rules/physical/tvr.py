@@ -84,9 +84,14 @@ class TimedImplementer:
         if time < self.available(group.id):
             return []
         out = [self._at(a, time) for a in self.inner.enforce(group, required.at(0))]
-        if required.is_any and not any(isinstance(e, PartialAggregate) for e in group.exprs):
+        if required.is_any and self.keepable(group):
             out.extend(self._loads(group, time))
         return out
+
+    @staticmethod
+    def keepable(group: Group) -> bool:
+        """Whether the group's result may be kept: not the partial step of a split aggregate."""
+        return not any(isinstance(e, PartialAggregate) for e in group.exprs)
 
     def _at(self, alt: Alternative, time: int) -> Alternative:
         own = alt.own if isinstance(alt.own, CostVector) else CostVector.at(time, alt.own, self.objective)
