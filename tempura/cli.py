@@ -5,6 +5,7 @@ User errors print one line (``error: …``) and exit with status 2.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sys
@@ -232,7 +233,8 @@ def analyze(catalog: str, workdir: str, tables: tuple[str, ...], histograms: boo
     summary = Table(title=f"statistics in {session.workdir / 'stats'}")
     for column in ("table", "rows", "size", "columns", "unique columns", "method"):
         summary.add_column(column)
-    from tempura.explain import format_bytes, format_count
+    from tempura.cost.model import format_bytes
+    from tempura.explain import format_count
 
     for name, stats in results.items():
         unique = ", ".join(c for c, s in stats.columns.items() if s.unique) or "-"
@@ -356,6 +358,7 @@ def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, .
 
 
 METHOD_CHOICES = ["auto", "batch", "ivm", "streaming", "ojv", "higher-order"]
+SELECTOR_CHOICES = ["auto", "greedy", "ilp", "off"]  # tempura.mqo.SELECTORS, without importing the planner
 
 
 @bench.command("tvr-planning")
@@ -399,24 +402,45 @@ def validate(spec: str) -> None:
               help="Deliver the result (snapshot) or its change since the previous time point (delta).")
 @click.option("--no-rule", "no_rule", multiple=True, help="Disable a rule by name (repeatable).")
 @click.option("--sql", "show_sql", is_flag=True, help="Print each fragment's Spark SQL.")
+@click.option("--selector", type=click.Choice(SELECTOR_CHOICES), default="auto", show_default=True,
+              help="What chooses the kept states: the ILP when small enough else the greedy (auto), one of them always, "
+                   "or off (the memo search's own plan, sharing nothing).")
+@click.option("--ilp-limit", type=click.IntRange(min=0), default=None,
+              help="Under --selector auto, the most binary variables for which the ILP decides (default: the planner's).")
+@click.option("--state-budget", "state_budget", default=None, metavar="SIZE",
+              help="The most bytes of kept states alive at once (10GB, 512MB, 2GiB); overrides the spec's state_budget.")
 @click.option("--workdir", default=".tempura", show_default=True, help="Where statistics are stored.")
 @user_errors
-def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[str, ...], show_sql: bool, workdir: str) -> None:
-    """The multi-time-point plan of a standing query: fragments per time point, methods, states,
-    estimated rows and cost, and every method's cost vector and objective side by side."""
+def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[str, ...], show_sql: bool, selector: str,
+                 ilp_limit: int | None, state_budget: str | None, workdir: str) -> None:
+    """The multi-time-point plan of a standing query: fragments per time point, methods, the kept
+    states (when each is saved, who reads it, its size, what chose it), estimated rows and cost,
+    and every method's cost vector and objective side by side."""
+    from tempura.mqo import MqoOptions
     from tempura.scheduler import load_spec
     from tempura.scheduler.planning import needs_spark, plan_spec, prepare
+    from tempura.scheduler.spec import parse_size
     from tempura.tvr.render import alternatives_text, plan_dot, plan_text
 
     loaded = load_spec(spec)
+    try:
+        budget = parse_size(state_budget) if state_budget is not None else None
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--state-budget") from None
     spark = None
     if needs_spark(loaded):
         from tempura.runtime import get_spark
 
         spark = get_spark()
     prepared = prepare(loaded, spark, workdir)
-    plans = plan_spec(prepared, METHOD_CHOICES, no_rule, output)
+    errors: dict[str, TempuraError] = {}
+    options = MqoOptions(selector=selector, budget=budget)
+    if ilp_limit is not None:
+        options = dataclasses.replace(options, ilp_limit=ilp_limit)
+    plans = plan_spec(prepared, METHOD_CHOICES, no_rule, output, mqo=options, errors=errors)
     if method not in plans:
+        if method in errors:
+            raise errors[method]
         raise TempuraError(f"method {method} has no plan for this query and output ({output})")
     chosen = plans[method]
     if fmt == "json":

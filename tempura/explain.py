@@ -15,7 +15,7 @@ from tempura.memo import PhysicalPlan
 from tempura.planner import PlannedQuery
 from tempura.algebra import LogicalPlan, Query, format_plan
 from tempura.cost import PlanCost
-from tempura.cost.model import format_time
+from tempura.cost.model import format_bytes, format_time
 from tempura.sql import to_spark_sql
 from tempura.stats import Estimator
 
@@ -26,13 +26,6 @@ def format_count(value: float) -> str:
         if value >= size:
             return f"{value / size:.3g}{suffix}"
     return f"{value:.3g}" if value < 100 and not float(value).is_integer() else f"{value:.0f}"
-
-
-def format_bytes(value: float) -> str:
-    for suffix, size in (("GB", 1024.0**3), ("MB", 1024.0**2), ("KB", 1024.0)):
-        if value >= size:
-            return f"{value / size:.3g} {suffix}"
-    return f"{value:.0f} B"
 
 
 def subplan_sql(plan: LogicalPlan) -> str:

@@ -181,6 +181,7 @@ class IncrementalPlanner(Planner):
             notes=notes,
             output=output,
             selector=selection.selector if selection is not None else "off",
+            state_budget=mqo.budget,
             search={
                 "template_groups": template[0],
                 "groups": groups,
@@ -326,7 +327,8 @@ class Extractor:
             stats = self.memo.group(group).stats
             producer.keeps = f"s{len(self.states) + 1}"
             producer.cost = producer.cost + CostVector.at(producer.time, self.save(stats), self.objective)  # type: ignore[arg-type]
-            self.states[producer.keeps] = KeptState(producer.keeps, producer.time, [], [], stats.rows, stats.bytes, producer.form)
+            self.states[producer.keeps] = KeptState(producer.keeps, producer.time, [], [], stats.rows, stats.bytes, producer.form,
+                                                   producer.id)
         return self.states[producer.keeps]
 
     def _build(self, handle: Hashable, into: _Building, hints: dict[LogicalPlan, JoinHint], lines: list[str], depth: int) -> LogicalPlan:
@@ -388,17 +390,19 @@ def plan_methods(
     methods: Iterable[str] = METHODS,
     disabled: Iterable[str] = (),
     output: str = "snapshot",
+    mqo: MqoOptions | None = None,
+    errors: dict[str, TempuraError] | None = None,
 ) -> dict[str, MultiTimePlan]:
-    """Plans of ``query`` under each of ``methods``, side by side. ``auto``'s is the best of its
-    own search and every forced method's plan (:func:`best_of`), so its objective is never above
-    theirs; a forced method with no plan for the query (streaming over a delta output, say) is
-    left out."""
+    """Plans of ``query`` under each of ``methods``, side by side, their states chosen by ``mqo``.
+    ``auto``'s is the best of its own search and every forced method's plan (:func:`best_of`), so
+    its objective is never above theirs; a forced method with no plan for the query (streaming over
+    a delta output, say, or none within the state budget) is left out, its error put in ``errors``."""
     wanted = list(methods)
     plans: dict[str, MultiTimePlan] = {}
-    errors: dict[str, TempuraError] = {}
+    errors = {} if errors is None else errors
     for method in dict.fromkeys([*(m for m in FORCED if m in wanted or "auto" in wanted), *wanted]):
         try:
-            plans[method] = planner.plan_standing(query, sql, time_points, objective, method, disabled, output)
+            plans[method] = planner.plan_standing(query, sql, time_points, objective, method, disabled, output, mqo=mqo)
         except TempuraError as error:
             errors[method] = error
     if "auto" in plans:

@@ -72,6 +72,45 @@ def test_forced_method_keeps_states(spec: Path) -> None:
     assert "states:" in text and "LoadState" in text
 
 
+def test_states_have_their_own_section(spec: Path) -> None:
+    text = plan(spec, "--method", "ojv")
+    section = text.split("\nstates: ")[1].split("\n\n")[0].splitlines()
+    assert section[0].endswith(" alive at once") and "chosen by the greedy" in section[0]
+    data = json.loads(plan(spec, "--format", "json", "--method", "ojv"))
+    assert data["selector"] == "greedy" and data["states"]
+    assert len(section) == 1 + len(data["states"])
+    for line, state in zip(section[1:], data["states"]):
+        producer = next(f for f in data["fragments"] if f["keeps"] == state["id"])
+        assert state["produced_by"] == producer["id"] and state["produced_at"] == producer["time"]
+        assert line.startswith(f"  {state['id']} ") and f"saved at t{state['produced_at']} by {producer['id']}" in line
+        readers = [f["id"] for f in data["fragments"] if state["id"] in f["inputs"]["states"]]
+        assert sorted(set(state["read_by"])) == sorted(readers) and readers
+        assert state["estimated_bytes"] > 0 and "size=" in line
+    alive = {t: sum(s["estimated_bytes"] for s in data["states"] if s["produced_at"] <= t <= max(s["read_at"])) for t in (1, 2)}
+    assert data["peak_state_bytes"] == pytest.approx(max(alive.values()))
+
+
+def test_selector_is_recorded(spec: Path) -> None:
+    assert "chosen by the ILP" in plan(spec, "--method", "ojv", "--selector", "ilp")
+    assert "chosen by the memo search" in plan(spec, "--method", "ojv", "--selector", "off")
+    assert json.loads(plan(spec, "--format", "json", "--method", "ojv", "--selector", "ilp"))["selector"] == "ilp"
+
+
+def test_state_budget_bounds_the_states(spec: Path) -> None:
+    unbounded = json.loads(plan(spec, "--format", "json", "--method", "ojv"))
+    peak = unbounded["peak_state_bytes"]
+    assert peak > 0 and unbounded["state_budget_bytes"] is None
+    spec.write_text(SPEC + f"state_budget: {int(peak // 2)}\n", encoding="utf-8")
+    bounded = json.loads(plan(spec, "--format", "json", "--method", "ojv"))
+    assert bounded["state_budget_bytes"] == int(peak // 2)
+    assert bounded["peak_state_bytes"] <= peak // 2
+    assert bounded["objective"]["total_ns"] >= unbounded["objective"]["total_ns"] - 1e-6
+    assert "budget " in plan(spec, "--method", "ojv")  # the section names the budget
+    # the command line overrides the spec
+    again = json.loads(plan(spec, "--format", "json", "--method", "ojv", "--state-budget", f"{peak * 2:.0f}B"))
+    assert again["peak_state_bytes"] == pytest.approx(peak)
+
+
 def test_json_has_the_plan_format(spec: Path) -> None:
     data = json.loads(plan(spec, "--format", "json", "--method", "ivm"))
     assert set(data) >= {"time_points", "objective", "fragments", "alternatives", "states"}
@@ -100,3 +139,5 @@ def test_errors_are_one_line(spec: Path, tmp_path: Path) -> None:
     assert result.output.startswith(f"error: {bad}: query: column 'nope' could not be resolved")
     result = CliRunner().invoke(main, ["plan", str(spec), "--no-rule", "tvr-no-such-rule"])
     assert result.exit_code == 2 and "unknown rule(s): tvr-no-such-rule" in result.output
+    result = CliRunner().invoke(main, ["plan", str(spec), "--state-budget", "lots"])
+    assert result.exit_code == 2 and "'lots' is not a size" in result.output and "--state-budget" in result.output

@@ -169,6 +169,22 @@ def test_objective_defaults_to_deadline(tmp_path: Path) -> None:
     assert spec.weights() == (0.001, 1.0)
 
 
+@pytest.mark.parametrize(
+    "raw,size",
+    [("10GB", 10e9), ("512 MB", 512e6), ("1.5TB", 1.5e12), ("100kB", 1e5), ("2GiB", 2 * 2**30), ("64 KiB", 65536),
+     ("0", 0.0), ("123", 123.0), ("7 b", 7.0)],
+)
+def test_state_budget(tmp_path: Path, raw: str, size: float) -> None:
+    spec = load(tmp_path, SPEC + f"state_budget: {raw}\n")
+    assert spec.state_budget == size
+    assert spec.budget_key == f"{tmp_path / 'spec.yaml'}, line 13: state_budget"
+
+
+def test_no_state_budget(tmp_path: Path) -> None:
+    spec = load(tmp_path, SPEC)
+    assert spec.state_budget is None and spec.budget_key is None
+
+
 def test_deadline_with_one_time_point(tmp_path: Path) -> None:
     assert load(tmp_path, SPEC.replace("[1, 2, 3]", "[7]")).weights() == (1.0,)
 
@@ -248,6 +264,9 @@ def test_expected_arrival(tmp_path: Path) -> None:
         ("preset: deadline", "weights: [1, yes, 1]", 12, "objective.weights[1]", "True is not a number"),
         ("preset: deadline", "weights: [0, 0, 0]", 12, "objective.weights", "at least one weight must be positive"),
         ("preset: deadline", "preset: total\n  weights: [1, 1, 1]", 11, "objective", "either 'preset' or 'weights'"),
+        ("preset: deadline", "preset: deadline\nstate_budget: 10 parsecs", 13, "state_budget", "'10 parsecs' is not a size"),
+        ("preset: deadline", "preset: deadline\nstate_budget: -1", 13, "state_budget", "must not be negative"),
+        ("preset: deadline", "preset: deadline\nstate_budget: [10GB]", 13, "state_budget", "is not a size"),
     ],
 )
 def test_bad_specs(tmp_path: Path, old: str, new: str, line: int, key: str, message: str) -> None:

@@ -565,6 +565,10 @@ EXAMPLES: dict[str, Case] = {
         "SELECT r.a AS g0, SUM(r.a) AS m0 FROM r WHERE r.a IN (SELECT u.a FROM u) GROUP BY r.a", (R_CHANGES, U_INSERTS), 3),
     "count-distinct": Case(  # COUNT(DISTINCT x) got partial states that read DISTINCT x as an argument
         "SELECT u.s AS g0, COUNT(DISTINCT u.a) AS m0, COUNT(*) AS m1 FROM u GROUP BY u.s", (U_CHANGES,), 3, "total"),
+    "state-read-twice-under-a-union": Case(  # an in-memory state carried its origin's constraints into Spark's union
+        "SELECT r.b AS g0, r.a AS g1, MIN(r.a) AS m0, SUM(r.b) AS m1, COUNT(*) AS m2 FROM (SELECT * FROM r WHERE r.b IN "
+        "(SELECT u.c FROM u WHERE u.s = r.s)) AS r WHERE NOT (r.s = 'x') GROUP BY r.b, r.a HAVING COUNT(DISTINCT r.b) IS NOT NULL",
+        (R_CHANGES, U_CHANGES), 5, "deadline", (("r", 1e5), ("u", 1e3)), (1, 1, 1, 4, 4)),
 }
 
 

@@ -116,6 +116,19 @@ ZERO = Cost()
 INFINITE = Cost(math.inf, 0.0, 0.0, math.inf)
 
 
+def format_bytes(n: float, up: bool = False) -> str:
+    """Bytes in the largest decimal unit that keeps the number at least 1, to three significant
+    digits (``1.5 GB`` is 1.5e9 bytes, as a spec's ``state_budget`` reads it); ``up`` rounds up,
+    so that the text read back is never below ``n``."""
+    if n > 0 and math.isfinite(n):
+        step = 10.0 ** (math.floor(math.log10(n)) - 2)
+        n = (math.ceil(n / step - 1e-9) if up else round(n / step)) * step
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{math.ceil(n) if up else round(n):.0f} B"
+
+
 def format_time(ns: float) -> str:
     """Nanoseconds as a short human reading (``1.2ms``, ``3.4s``)."""
     if math.isinf(ns):

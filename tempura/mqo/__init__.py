@@ -22,7 +22,7 @@ from tempura.mqo.costs import CostTable
 from tempura.mqo.greedy import GreedyResult, greedy
 from tempura.mqo.ilp import IlpResult, smallest_budget, solve
 from tempura.mqo.instance import Candidate, Instance, Op
-from tempura.mqo.select import BudgetError, MqoOptions, Selection, format_bytes, select
+from tempura.mqo.select import BudgetError, MqoOptions, Selection, select
 
 __all__ = [
     "BudgetError",
@@ -34,7 +34,6 @@ __all__ = [
     "MqoOptions",
     "Op",
     "Selection",
-    "format_bytes",
     "greedy",
     "select",
     "smallest_budget",

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from tempura.cost.model import format_bytes
 from tempura.errors import TempuraError
 from tempura.mqo import ilp
 from tempura.mqo.costs import CostTable
@@ -119,7 +120,7 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
         if budget is not None:
             least, proven = ilp.smallest_budget(instance, options.time_limit)
             raise BudgetError(f"no plan keeps its states within the budget of {format_bytes(budget)}: the smallest budget "
-                              f"that works is {'' if proven else 'about '}{format_bytes(least)}")
+                              f"that works is {'' if proven else 'about '}{format_bytes(least, up=True)}")
         raise TempuraError("no plan delivers the results with the states this method may keep")
     # a solve stopped by its time limit may be worse than the greedy's: then the greedy decides
     if solved is not None and as_selector and (found is None or solved.objective <= found.objective * (1 + 1e-9)):
@@ -129,10 +130,3 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
     table = CostTable(instance, found.kept)
     return Selection(set(found.kept), table.objective(), "greedy", table, found, solved)
 
-
-def format_bytes(n: float) -> str:
-    """``n`` bytes in the largest unit that keeps it at least 1 (decimal units, as the spec)."""
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:.0f} B"

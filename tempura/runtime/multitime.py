@@ -95,7 +95,7 @@ class PlanExecutor:
         from pyspark.errors import PySparkException
 
         if self.states == "memory":
-            kept = frame.localCheckpoint(eager=True)
+            kept = _opaque(self.spark, frame.localCheckpoint(eager=True))
             kept.createOrReplaceTempView(state)
             return kept
         final = run_dir / state
@@ -108,6 +108,17 @@ class PlanExecutor:
         kept = self.spark.read.parquet(str(final))
         kept.createOrReplaceTempView(state)
         return kept
+
+
+def _opaque(spark: SparkSession, checkpointed: DataFrame) -> DataFrame:
+    """The checkpointed rows as a relation that tells Spark nothing of where they came from, as a
+    saved state would not. A local checkpoint keeps its origin's constraints and statistics, and
+    Spark fails to rewrite those constraints when the state is read more than once under a union
+    (``key not found`` in ``Union.rewriteConstraints``)."""
+    from pyspark.sql import DataFrame as Frame
+
+    rows = checkpointed._jdf.queryExecution().toRdd()
+    return Frame(spark._jsparkSession.internalCreateDataFrame(rows, checkpointed._jdf.schema(), False), spark)
 
 
 def reference(spark: SparkSession, sql: str, sources: Mapping[str, SourceData], version: int) -> list[Row]:

@@ -10,16 +10,18 @@ spread with a note saying so. :func:`plan_spec` plans the query under one or mor
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from tempura.algebra import Query
 from tempura.catalog import Catalog
-from tempura.errors import SqlError
+from tempura.errors import SqlError, TempuraError
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
 from tempura.incremental import Arrival, IncrementalPlanner, plan_methods
+from tempura.mqo import BudgetError, MqoOptions
 from tempura.scheduler.spec import StandingQuery
 from tempura.sql import parse_query
 from tempura.stats import Estimator, StatsCatalog, StatsStore
@@ -127,11 +129,30 @@ def plan_spec(
     disabled: Iterable[str] = (),
     output: str = "snapshot",
     constants: CostConstants | None = None,
+    mqo: MqoOptions | None = None,
+    errors: dict[str, TempuraError] | None = None,
 ) -> dict[str, MultiTimePlan]:
-    """Plans of the spec's query under each of ``methods`` (see :func:`plan_methods`)."""
+    """Plans of the spec's query under each of ``methods`` (see :func:`plan_methods`), their states
+    within the spec's ``state_budget`` unless ``mqo`` gives one. A method with no plan within the
+    budget is left out, its error (naming the spec's ``state_budget`` key) put in ``errors``."""
     spec = prepared.spec
-    plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, spec.time_points(), prepared.objective,
-                         list(methods), disabled, output)
+    options = mqo or MqoOptions()
+    if options.budget is None and spec.state_budget is not None:
+        options = dataclasses.replace(options, budget=spec.state_budget)
+    failed: dict[str, TempuraError] = {}
+
+    def located(error: TempuraError, method: str) -> TempuraError:
+        if isinstance(error, BudgetError) and spec.budget_key and options.budget == spec.state_budget:
+            return BudgetError(f"{spec.budget_key}: method {method}: {error}")
+        return error
+
+    try:
+        plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, spec.time_points(), prepared.objective,
+                             list(methods), disabled, output, options, failed)
+    except TempuraError as error:
+        raise located(error, next(iter(failed), "auto")) from None
+    if errors is not None:
+        errors.update({method: located(error, method) for method, error in failed.items()})
     for plan in plans.values():
         plan.notes[:0] = prepared.notes
     return plans

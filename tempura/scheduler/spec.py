@@ -22,6 +22,8 @@ A spec names the query, its sources, the schedule and the objective::
       deliver: last                   # last | every | [1-based indices]
     objective:
       preset: deadline                # deadline | total; or weights: [0.1, 0.1, 1]
+    state_budget: 10GB                # optional: the most bytes of kept states alive at once
+                                      # (B, kB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: of 1024)
 
 pydantic checks each key's shape (unknown keys are errors); the rules that tie keys together
 (one query, increasing time points, one weight per time point, …) are checked after it. Every
@@ -52,6 +54,9 @@ from tempura.yamlfile import KeyPath, YamlDocument, load_yaml
 DEADLINE_EPSILON = 1e-3
 
 _DURATION = re.compile(r"(\d+)\s*([wdhms])")
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)")
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _DURATION_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -98,6 +103,19 @@ def parse_duration(raw: object) -> dt.timedelta | int:
     return duration
 
 
+def parse_size(raw: object) -> float:
+    """``state_budget``: a size such as ``10GB``, ``512 MB``, ``1.5TB`` or ``2GiB`` (B, kB, MB,
+    GB, TB are powers of 1000; KiB, MiB, GiB, TiB of 1024), or a number of bytes."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if raw < 0:
+            raise ValueError(f"a size must not be negative, not {raw}")
+        return float(raw)
+    match = _SIZE.fullmatch(raw.strip().lower()) if isinstance(raw, str) else None
+    if match is None or match.group(2) not in _SIZE_UNITS:
+        raise ValueError(f"{raw!r} is not a size such as 10GB, 512MB or 2GiB")
+    return float(match.group(1)) * _SIZE_UNITS[match.group(2)]
+
+
 def _number(raw: object) -> float:
     # pydantic's lax floats take True and "0.5"; in a spec those are mistakes.
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
@@ -131,6 +149,7 @@ NonNegative = Annotated[float, BeforeValidator(_number), Field(ge=0)]
 Text = Annotated[str, AfterValidator(_non_empty)]
 TimePointValue = Annotated[TimeValue, BeforeValidator(parse_time_value)]
 Duration = Annotated[dt.timedelta | int, BeforeValidator(parse_duration)]
+Size = Annotated[float, BeforeValidator(parse_size)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,6 +278,7 @@ class SpecFile(_Strict):
     sources: dict[str, SourceSpec]
     schedule: ScheduleSpec
     objective: ObjectiveSpec = ObjectiveSpec(preset="deadline")
+    state_budget: Size | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +299,8 @@ def load_spec(path: str | Path) -> StandingQuery:
     points = _check_schedule(document, model.schedule)
     _check_objective(document, model.objective, points.k)
     _check_expected(document, model, points.k)
-    return StandingQuery(model, document.path, _query_text(document, model))
+    budget_key = _located(document, ("state_budget",), "").removesuffix(": ") if model.state_budget is not None else None
+    return StandingQuery(model, document.path, _query_text(document, model), budget_key)
 
 
 def _load_document(path: Path) -> YamlDocument:
@@ -491,6 +512,12 @@ class StandingQuery:
     model: SpecFile
     path: Path
     sql: str
+    budget_key: str | None = None  # where state_budget is set ("file, line N: state_budget"), for errors
+
+    @property
+    def state_budget(self) -> float | None:
+        """The most bytes of kept states alive at once, if the spec limits them."""
+        return self.model.state_budget
 
     @property
     def folder(self) -> Path:

@@ -80,11 +80,18 @@ class KeptState:
     rows: float
     bytes: float
     form: str
+    produced_by: str = ""  # the fragment that computes and saves it
+
+    @property
+    def last_read(self) -> int:
+        """The last time point it is needed at (it may be dropped after)."""
+        return max([self.produced_at, *self.read_at])
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "produced_at": self.produced_at,
+            "produced_by": self.produced_by,
             "read_by": self.read_by,
             "read_at": self.read_at,
             "estimated_rows": self.rows,
@@ -110,6 +117,13 @@ class MultiTimePlan:
     search: dict[str, Any] = field(default_factory=dict)
     output: str = "snapshot"  # or "delta": each delivery is SD[v-1,v] with the multiplicity column
     selector: str = "off"  # what chose the kept states: greedy, ilp, or off (the search's own plan)
+    state_budget: float | None = None  # the most bytes of states alive at once the plan was held to
+
+    def peak_state_bytes(self) -> float:
+        """The most estimated bytes of kept states alive at one time point (a state lives from
+        the time point it is saved at to its last read)."""
+        return max((sum(s.bytes for s in self.states if s.produced_at <= t <= s.last_read)
+                    for t in self.time_points.indices), default=0.0)
 
     def at(self, time: int) -> list[Fragment]:
         """The fragments run at ``time``, in an order that runs each after the states it reads."""
@@ -131,6 +145,7 @@ class MultiTimePlan:
             "work_ns": self.cost.work,
             "fragments": len(self.fragments),
             "states": len(self.states),
+            "peak_state_bytes": self.peak_state_bytes(),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -149,6 +164,8 @@ class MultiTimePlan:
             "output": self.output,
             "fragments": [f.to_json() for f in self.fragments],
             "states": [s.to_json() for s in self.states],
+            "state_budget_bytes": self.state_budget,
+            "peak_state_bytes": self.peak_state_bytes(),
             "deliveries": {str(t): fid for t, fid in self.deliveries.items()},
             "notes": list(self.notes),
             "search": dict(self.search),

@@ -8,9 +8,10 @@ a recompute), and a table of every method's cost vector and objective beside the
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping
 
-from tempura.cost.model import format_time
+from tempura.cost.model import format_bytes, format_time
 from tempura.tvr.plan import MultiTimePlan
 
 
@@ -41,15 +42,29 @@ def plan_text(plan: MultiTimePlan, physical: bool = True, sql: bool = False) -> 
                 lines.extend("    " + line for line in f.physical.splitlines())
             if sql:
                 lines.extend("    " + line for line in f.sql().splitlines())
-    if plan.states:
-        lines.append("states:")
-        for s in plan.states:
-            readers = ", ".join(f"{r}@t{at}" for r, at in zip(s.read_by, s.read_at))
-            lines.append(f"  {s.id} {s.form}: saved at t{s.produced_at}, read by {readers}; rows={s.rows:.4g} bytes={s.bytes:.4g}")
+    lines.extend(states_text(plan))
     if plan.notes:
         lines.append("notes:")
         lines.extend(f"  {n}" for n in plan.notes)
     return "\n".join(lines)
+
+
+def states_text(plan: MultiTimePlan) -> list[str]:
+    """The kept states' own section: who chose them, the most bytes alive at once against the
+    budget, and per state when it is saved, by which fragment, who reads it and its size."""
+    budget = f", budget {format_bytes(plan.state_budget)}" if plan.state_budget is not None else ""
+    chooser = {"off": "the memo search", "greedy": "the greedy", "ilp": "the ILP"}.get(plan.selector, plan.selector)
+    if not plan.states:
+        return [f"states: none kept (chosen by {chooser}{budget})"]
+    lines = [f"states: {len(plan.states)} kept, chosen by {chooser}; at most "
+             f"{format_bytes(plan.peak_state_bytes())} alive at once{budget}"]
+    for s in plan.states:
+        reads = Counter(zip(s.read_by, s.read_at))
+        readers = ", ".join(f"{r}@t{at}" + (f" ×{n}" if n > 1 else "") for (r, at), n in reads.items())
+        by = f" by {s.produced_by}" if s.produced_by else ""
+        lines.append(f"  {s.id} {s.form}: saved at t{s.produced_at}{by}, read by {readers or 'nothing'}, dropped after "
+                     f"t{s.last_read}; rows={s.rows:.4g} size={format_bytes(s.bytes)}")
+    return lines
 
 
 def alternatives_text(plans: Mapping[str, MultiTimePlan], chosen: str = "auto") -> str:
