@@ -381,6 +381,33 @@ def bench_tvr_planning(repeat: int, out: str, stats_file: str | None, queries: t
     click.echo(json.dumps(report["summary"], indent=2))
 
 
+@bench.command("mqo")
+@click.option("--repeat", default=3, show_default=True, type=int, help="Runs of each selector per instance (median).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--stats", "stats_file", default=None, type=click.Path(dir_okay=False),
+              help="TPC-H statistics JSON (default: scale 0.01, shipped with the benchmark).")
+@click.option("--query", "queries", multiple=True, help="Only these standing queries (golden, q01 … q22).")
+@click.option("--points", "points", multiple=True, type=click.IntRange(2, 8), help="Time points per standing query (default 2, 4, 8).")
+@click.option("--random", "random_count", default=120, show_default=True, type=click.IntRange(min=0),
+              help="How many random synthetic instances.")
+@click.option("--time-limit", default=30.0, show_default=True, type=float, help="Seconds the ILP may take per instance.")
+@user_errors
+def bench_mqo(repeat: int, out: str, stats_file: str | None, queries: tuple[str, ...], points: tuple[int, ...],
+              random_count: int, time_limit: float) -> None:
+    """The greedy state selection against the exact ILP: gap, times and states kept, on the golden
+    example, the TPC-H queries over 2–8 time points and random instances."""
+    from rich.console import Console
+
+    from benchmarks import mqo
+
+    console = Console(stderr=True)
+    names = [q if q == "golden" else f"q{int(q.lstrip('qQ')):02d}" for q in queries] if queries else None
+    stats = Path(stats_file) if stats_file else mqo.STATS
+    report = mqo.run(Path(out), repeat, stats, names, random_count, time_limit, tuple(points) or mqo.POINTS,
+                     lambda m: console.log(m))
+    click.echo(json.dumps(report["summary"], indent=2))
+
+
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @user_errors

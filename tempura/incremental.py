@@ -36,7 +36,7 @@ from tempura.errors import TempuraError
 from tempura.memo import GroupRef, Memo, Search
 from tempura.memo.properties import Props
 from tempura.mqo import MqoOptions, Selection, select
-from tempura.mqo.instance import prune
+from tempura.mqo.instance import Instance, Pruned, prune
 from tempura.mqo.memo import MemoInstance, MqoChooser, Pick, WinnerChooser
 from tempura.planner import JoinHint, Planner, _in_order, _to_logical, fill_template, gc_paused, rule_names
 from tempura.rules.physical import PartialAggregate, SparkImplementer
@@ -114,19 +114,9 @@ class IncrementalPlanner(Planner):
             return self._plan_standing(query, sql, time_points, objective, method, disabled, output, join_orders, copy,
                                        mqo or MqoOptions())
 
-    def _plan_standing(
-        self,
-        query: Query,
-        sql: str,
-        time_points: TimePoints,
-        objective: Objective,
-        method: str,
-        disabled: Iterable[str],
-        output: str,
-        join_orders: str,
-        copy: bool,
-        mqo: MqoOptions,
-    ) -> MultiTimePlan:
+    def _search(self, query: Query, time_points: TimePoints, objective: Objective, method: str, disabled: Iterable[str],
+                output: str, join_orders: str, copy: bool) -> _Searched:
+        """Steps 1–3: the template, its expansion over time, and the memo search per delivery."""
         if output not in ("snapshot", "delta"):
             raise TempuraError(f"unknown output mode '{output}' (known: snapshot, delta)")
         if objective.k != time_points.k:
@@ -161,7 +151,36 @@ class IncrementalPlanner(Planner):
             if search.optimize(group, Props(time=v)) is None:
                 raise TempuraError(f"no plan delivers the result at t{v} with method {method} and the rules disabled")
         searched = time.perf_counter()
-        chooser, selection = self._choose_states(memo, search, implementer, objective, roots, mqo)
+        return _Searched(memo, expansion, implementer, search, roots, template[0],
+                         {"template_seconds": templated - started, "expand_seconds": expanded - templated,
+                          "search_seconds": searched - expanded}, started)
+
+    def state_instance(self, query: Query, time_points: TimePoints, objective: Objective, method: str = "auto",
+                       budget: float | None = None) -> tuple[Instance, set[int]]:
+        """The state selection's instance for ``query`` (pruned), and the kept set of the memo
+        search's own plan: what :func:`~tempura.mqo.select` is given (for the MQO benchmark)."""
+        with gc_paused():
+            found = self._search(query, time_points, objective, method, (), "snapshot", "auto", True)
+            _built, pruned, start = self._instance(found, objective, budget)
+        return pruned.instance, start
+
+    def _plan_standing(
+        self,
+        query: Query,
+        sql: str,
+        time_points: TimePoints,
+        objective: Objective,
+        method: str,
+        disabled: Iterable[str],
+        output: str,
+        join_orders: str,
+        copy: bool,
+        mqo: MqoOptions,
+    ) -> MultiTimePlan:
+        found = self._search(query, time_points, objective, method, disabled, output, join_orders, copy)
+        memo, expansion, roots, search = found.memo, found.expansion, found.roots, found.search
+        searched = time.perf_counter()
+        chooser, selection = self._choose_states(found, objective, mqo)
         extractor = Extractor(memo, chooser, expansion, self.costs.state_write, self.costs.state_read, objective)
         columns = list(query.plan.schema.names) + ([MULT] if output == "delta" else [])
         delivered = {v: extractor.deliver(group, v, columns).id for v, group in roots.items()}
@@ -183,7 +202,7 @@ class IncrementalPlanner(Planner):
             selector=selection.selector if selection is not None else "off",
             state_budget=mqo.budget,
             search={
-                "template_groups": template[0],
+                "template_groups": found.template_groups,
                 "groups": groups,
                 "expressions": exprs,
                 "forms": expansion.report.forms,
@@ -191,27 +210,30 @@ class IncrementalPlanner(Planner):
                 "tvr_rule_firings": dict(sorted(expansion.report.firings.items())),
                 "alternatives": search.stats.alternatives,
                 "winners": search.winner_count,
-                "template_seconds": templated - started,
-                "expand_seconds": expanded - templated,
-                "search_seconds": searched - expanded,
+                **found.seconds,
                 "mqo_seconds": time.perf_counter() - searched,
-                "seconds": time.perf_counter() - started,
+                "seconds": time.perf_counter() - found.started,
                 **({"mqo": selection.report(selection.table.instance)} if selection is not None else {}),
             },
         )
 
-    def _choose_states(self, memo: Memo, search: Search, implementer: TimedImplementer, objective: Objective,
-                       roots: dict[int, int], options: MqoOptions) -> tuple[Chooser, Selection | None]:
+    def _choose_states(self, found: _Searched, objective: Objective, options: MqoOptions) -> tuple[Chooser, Selection | None]:
         """The kept states: the selection over the memo's instance, or the search's own plan."""
         if options.selector == "off":
-            return WinnerChooser(memo, search), None
-        built = MemoInstance(memo, search, implementer, objective, all_times=options.budget is not None)
-        built.build([(g, v) for v, g in roots.items()])
-        pruned = prune(built.instance)
-        index = {old: new for new, old in enumerate(pruned.candidates)}
-        start = {index[c] for c in built.start() if c in index}
+            return WinnerChooser(found.memo, found.search), None
+        built, pruned, start = self._instance(found, objective, options.budget)
         selection = select(pruned.instance, start, options)
         return MqoChooser(built, pruned, selection), selection
+
+    @staticmethod
+    def _instance(found: _Searched, objective: Objective, budget: float | None) -> tuple[MemoInstance, Pruned, set[int]]:
+        """The memo's instance (every time point a candidate under a budget), pruned, and the
+        search plan's kept set in it."""
+        built = MemoInstance(found.memo, found.search, found.implementer, objective, all_times=budget is not None)
+        built.build([(g, v) for v, g in found.roots.items()])
+        pruned = prune(built.instance)
+        index = {old: new for new, old in enumerate(pruned.candidates)}
+        return built, pruned, {index[c] for c in built.start() if c in index}
 
 
     def _best_order(self, memo: Memo, root: int, off: set[str]) -> tuple[Memo, int]:
@@ -227,6 +249,20 @@ class IncrementalPlanner(Planner):
 
 JOIN_ORDER_LIMIT = 32
 """Above this many logical expressions, the time expansion keeps only the best join order."""
+
+
+@dataclass
+class _Searched:
+    """What the search steps leave for state selection and extraction."""
+
+    memo: Memo
+    expansion: Expansion
+    implementer: TimedImplementer
+    search: Search
+    roots: dict[int, int]  # delivery time point -> root group
+    template_groups: int
+    seconds: dict[str, float]
+    started: float
 
 
 @dataclass

@@ -105,12 +105,12 @@ def greedy(instance: Instance, start: Iterable[int] = (), budget: float | None =
         current = table.objective()
         commits += 1
         round_ += 1
-    dropped = _drop(table, budget)
+    dropped = drop_unneeded(table, budget)
     return GreedyResult(table.kept, table.objective(), time.perf_counter() - began, trials, commits, dropped,
                         table.evaluations, origin)
 
 
-def _drop(table: CostTable, budget: float | None) -> int:
+def drop_unneeded(table: CostTable, budget: float | None) -> int:
     """Drop kept states whose removal does not raise the objective; returns how many."""
     dropped = 0
     current = table.objective()

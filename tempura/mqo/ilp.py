@@ -1,24 +1,25 @@
-"""The exact state selection: a mixed-integer program over the instance, solved through PuLP.
+"""The exact state selection: integer programs over the instance, solved through PuLP.
 
-Variables, for an :class:`~tempura.mqo.instance.Instance`:
+Two programs over an :class:`~tempura.mqo.instance.Instance`, both with the binaries the Tempura
+model names — ``keep[c]``, candidate ``c`` is kept (computed and saved at its time point), and
+``choose[n,o]``, op ``o`` is the alternative chosen for node ``n`` (a group under a property at a
+time point) — and constraints saying every consumer's inputs are available when it runs (a load
+only of a kept state; a kept state computed, not loaded):
 
-- ``keep[c]``, binary: candidate ``c`` is kept — computed and saved at its time point;
-- ``choose[n,o]``, binary: op ``o`` is the alternative chosen to compute node ``n`` (a node is
-  one group under one property at one time point; at most one alternative each);
-- ``runs[n,o]``, continuous: how many times op ``o`` of node ``n`` runs (a node that is not kept
-  is recomputed by each consumer, so a shared node may run more than once); for a load op, how
-  many times the state is read.
+- **the relaxation** (:class:`_Shared`): each chosen op is paid once, however many consumers
+  read its node — as if every shared node were kept for free. Its optimum is a lower bound; when
+  the plan it picks costs the same under the real semantics (:class:`~tempura.mqo.costs.CostTable`:
+  a node not kept is recomputed by each consumer), that plan is optimal. On the benchmark's
+  instances this proves the optimum in most cases, in well under the time the exact program takes;
+- **the exact program** (:class:`_Flow`): ``runs[n,o]``, continuous, counts how often each op
+  runs; each node runs as often as its consumers need it (deliveries, kept computations, and the
+  runs of every op reading it), an op only if chosen (``runs ≤ M·choose``, one alternative per
+  node) and a load only if its state is kept. ``M`` is the most times a plan no dearer than a
+  known one (the relaxation's, the greedy's) can run the op: its objective over the op's least
+  cost per run, or the paths to the node if fewer.
 
-Constraints:
-
-- each node runs as often as its consumers need it: ``Σ_o runs[n,o]`` equals the number of
-  deliveries it is, plus one if it is kept, plus ``runs`` of every op reading it;
-- an op runs only if chosen (``runs ≤ M·choose``, ``M`` the most times any plan can run the node),
-  and a load only if its candidate is kept — every consumer's inputs are available when it runs;
-- a kept node is computed, not loaded, at least once.
-
-The objective is ``Σ cost·runs + Σ save·keep``, the same objective the greedy's cost propagation
-evaluates, so the two are comparable and the ILP's optimum is never above the greedy's.
+Both objectives are ``Σ cost·runs + Σ save·keep`` in the greedy's units, so the two selectors are
+comparable and the ILP's optimum is never above the greedy's.
 
 With a **budget** on kept bytes, binary ``reads[n,c]`` marks a node loading ``c``, and
 ``live[c,t]`` a state still needed at time point ``t`` (from its time point to its last read);
@@ -26,8 +27,8 @@ at every time point the kept bytes alive must fit. :func:`smallest_budget` minim
 instead: what an unmeetable budget's error reports.
 
 The solver is HiGHS through ``highspy`` (:class:`pulp.HiGHS`); without it, an installed CBC
-(``COIN_CMD``), then the CBC that older PuLP versions bundle. Costs are scaled to the largest
-one before solving, so that the solver's tolerances mean the same on every instance.
+(``COIN_CMD``), then the CBC that older PuLP versions bundle. Costs are scaled to a known plan's
+objective before solving, so that the solver's tolerances mean the same on every instance.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from tempura.mqo.costs import CostTable
 from tempura.mqo.instance import Instance
 
 DEFAULT_TIME_LIMIT = 30.0
+PROOF_TOLERANCE = 1e-6  # relative: the solver's own gap
 SOLVERS = ("HiGHS", "COIN_CMD", "PULP_CBC_CMD")
 
 
@@ -62,6 +64,7 @@ class IlpResult:
     variables: int
     constraints: int
     until: dict[int, int] = field(default_factory=dict)  # under a budget: the last read of each kept state
+    program: str = "flow"  # what proved it: the relaxation's plan met its bound, or the exact program
 
 
 class NoSolver(TempuraError):
@@ -72,7 +75,8 @@ def solver(time_limit: float = DEFAULT_TIME_LIMIT, preferred: tuple[str, ...] = 
     """The first available solver of ``preferred``, exact to the optimum (no relative gap)."""
     for name in preferred:
         if name == "HiGHS":
-            candidate = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=1e-6, threads=1)
+            candidate = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=PROOF_TOLERANCE / 10, gapAbs=0.0, threads=1,
+                                   mip_feasibility_tolerance=1e-9, primal_feasibility_tolerance=1e-9)
         elif name in ("COIN_CMD", "PULP_CBC_CMD") and hasattr(pulp, name):
             candidate = getattr(pulp, name)(msg=False, timeLimit=time_limit, gapRel=0.0)
         else:
@@ -82,65 +86,40 @@ def solver(time_limit: float = DEFAULT_TIME_LIMIT, preferred: tuple[str, ...] = 
     raise NoSolver(f"no MILP solver is available (tried {', '.join(preferred)}): install highspy")
 
 
-class _Model:
-    """The PuLP problem for one instance."""
+def _least_runs(inst: Instance) -> list[list[float]]:
+    """For each op, the least one run of it costs: its own cost plus its inputs' at their least
+    (every state they may load kept and free but for its load)."""
+    lower = [math.inf] * inst.size
+    out: list[list[float]] = [[] for _ in range(inst.size)]
+    for node in inst.order:
+        for op in inst.ops[node]:
+            least = op.cost if op.is_load else op.cost + sum(lower[c] for c in op.children)
+            out[node].append(least)
+            lower[node] = min(lower[node], least)
+    return out
 
-    def __init__(self, instance: Instance, budget: float | None, peak: bool) -> None:
-        self.instance = instance
-        inst = instance
-        self.scale = max([1e-12, *(op.cost for ops in inst.ops for op in ops), *(c.save for c in inst.candidates)])
-        most = inst.bounds()
-        prob = pulp.LpProblem("tempura_states", pulp.LpMinimize)
-        binary = pulp.LpBinary
-        self.keep = [prob.add_variable(f"keep_{c}", cat=binary) for c in range(len(inst.candidates))]
+
+class _Program:
+    """What both programs share: the kept-state binaries, the budget's liveness, solving."""
+
+    def __init__(self, instance: Instance, upper: float | None) -> None:
+        self.instance = inst = instance
+        # costs in units of a known plan's objective (or of the dearest op): the solver's
+        # tolerances then mean the same on every instance
+        self.scale = upper if upper else max([1e-12, *(op.cost for ops in inst.ops for op in ops), *(c.save for c in inst.candidates)])
+        self.problem = pulp.LpProblem("tempura_states", pulp.LpMinimize)
+        self.keep = [self.problem.add_variable(f"keep_{c}", cat=pulp.LpBinary) for c in range(len(inst.candidates))]
         self.choose: dict[tuple[int, int], pulp.LpVariable] = {}
-        self.runs: dict[tuple[int, int], pulp.LpVariable] = {}
         self.reads: dict[tuple[int, int], pulp.LpVariable] = {}
-        limited = budget is not None or peak
-        needed: list[list[tuple[float, pulp.LpVariable | None]]] = [[] for _ in range(inst.size)]
-        for r in inst.roots:
-            needed[r].append((1.0, None))
-        for c, cand in enumerate(inst.candidates):
-            needed[cand.node].append((1.0, self.keep[c]))
-        for n, ops in enumerate(inst.ops):
-            if most[n] <= 0:
-                continue
-            computed = [i for i, op in enumerate(ops) if not op.is_load]
-            for i, op in enumerate(ops):
-                runs = self.runs[(n, i)] = prob.add_variable(f"runs_{n}_{i}", lowBound=0)
-                if op.is_load:
-                    # a load runs only if its state is kept: every consumer's input is available
-                    prob += runs <= most[n] * self.keep[op.candidate]
-                    if limited:
-                        read = self.reads[(n, i)] = prob.add_variable(f"reads_{n}_{i}", cat=binary)
-                        prob += runs <= most[n] * read
-                        prob += read <= self.keep[op.candidate]
-                    continue
-                if len(computed) > 1:  # the alternative chosen for the node: one for all its runs
-                    choose = self.choose[(n, i)] = prob.add_variable(f"choose_{n}_{i}", cat=binary)
-                    prob += runs <= most[n] * choose
-                for child in set(op.children):
-                    needed[child].append((float(op.children.count(child)), runs))
-            if len(computed) > 1:
-                prob += pulp.lpSum(self.choose[(n, i)] for i in computed) <= 1
-        for n in range(inst.size):
-            if most[n] > 0:
-                supply = pulp.lpSum(self.runs[(n, i)] for i in range(len(inst.ops[n])))
-                prob += supply == pulp.lpSum(coef if var is None else coef * var for coef, var in needed[n])
-        for c, cand in enumerate(inst.candidates):  # a kept state is computed at least once, not loaded
-            computed_runs = [self.runs[(cand.node, i)] for i, op in enumerate(inst.ops[cand.node]) if not op.is_load]
-            prob += pulp.lpSum(computed_runs) >= self.keep[c]
-        scale = self.scale
-        cost = pulp.lpSum((inst.ops[n][i].cost / scale) * runs for (n, i), runs in self.runs.items() if inst.ops[n][i].cost) + \
-            pulp.lpSum((cand.save / scale) * self.keep[c] for c, cand in enumerate(inst.candidates) if cand.save)
-        if limited:
-            self.peak = prob.add_variable("peak", lowBound=0)
-            self._live(prob, budget)
-        prob += self.peak if peak else cost
-        self.problem = prob
+        self.peak: pulp.LpVariable | None = None
+        self.bytes_scale = 1.0
+
+    def _saves(self) -> Any:
+        return pulp.lpSum((cand.save / self.scale) * self.keep[c] for c, cand in enumerate(self.instance.candidates) if cand.save)
 
     def _live(self, prob: pulp.LpProblem, budget: float | None) -> None:
         inst = self.instance
+        peak = self.peak = prob.add_variable("peak", lowBound=0)
         scale = max([1.0, *(c.bytes for c in inst.candidates)])
         alive: dict[int, list[tuple[float, pulp.LpVariable]]] = {t: [] for t in range(1, inst.k + 1)}
         reads_of: dict[int, list[tuple[int, pulp.LpVariable]]] = {}
@@ -158,14 +137,19 @@ class _Model:
                 alive[t].append((cand.bytes / scale, live))
         for t, terms in alive.items():
             if terms:
-                prob += pulp.lpSum(b * v for b, v in terms) <= self.peak
+                prob += pulp.lpSum(b * v for b, v in terms) <= peak
         if budget is not None:
-            prob += self.peak <= budget / scale
+            prob += peak <= budget / scale
         self.bytes_scale = scale
 
     @property
     def binaries(self) -> int:
-        return len(self.keep) + len(self.choose) + len(self.reads)
+        return len({id(v) for v in [*self.keep, *self.choose.values(), *self.reads.values()]})
+
+    @property
+    def value(self) -> float:
+        """The solution's objective in the instance's units."""
+        return (pulp.value(self.problem.objective) or 0.0) * self.scale
 
     def solve(self, time_limit: float) -> tuple[str, bool, str, float]:
         started = time.perf_counter()
@@ -195,28 +179,142 @@ class _Model:
         last = {c: inst.candidates[c].time for c in self.kept()}
         for (n, i), read in self.reads.items():
             c = inst.ops[n][i].candidate
-            if c in last and (self.runs[(n, i)].varValue or 0.0) > 0.5:
+            if c in last and (read.varValue or 0.0) > 0.5:
                 last[c] = max(last[c], inst.times[n])
         return last
 
 
-def solve(instance: Instance, budget: float | None = None, time_limit: float = DEFAULT_TIME_LIMIT) -> IlpResult:
-    """The cheapest kept set (within ``budget`` bytes kept at once, if given)."""
-    model = _Model(instance, budget, peak=False)
-    status, optimal, name, seconds = model.solve(time_limit)
-    if status in ("Infeasible", "No solution"):
-        return IlpResult(set(), math.inf, False, status, name, seconds, model.binaries,
-                         model.problem.numVariables(), model.problem.numConstraints())
-    kept, until = model.kept(), model.until()
-    table = CostTable(instance, kept, until)
-    return IlpResult(kept, table.objective(), optimal, status, name, seconds, model.binaries,
-                     model.problem.numVariables(), model.problem.numConstraints(), until)
+class _Flow(_Program):
+    """The exact program: how often each op runs (a node not kept runs once per consumer)."""
+
+    def __init__(self, instance: Instance, budget: float | None, peak: bool, upper: float | None = None) -> None:
+        super().__init__(instance, upper)
+        inst = instance
+        most = inst.bounds()
+        least = _least_runs(inst) if upper is not None else None
+        prob = self.problem
+        binary = pulp.LpBinary
+        self.runs: dict[tuple[int, int], pulp.LpVariable] = {}
+        limited = budget is not None or peak
+        needed: list[list[tuple[float, pulp.LpVariable | None]]] = [[] for _ in range(inst.size)]
+        for r in inst.roots:
+            needed[r].append((1.0, None))
+        for c, cand in enumerate(inst.candidates):
+            needed[cand.node].append((1.0, self.keep[c]))
+        for n, ops in enumerate(inst.ops):
+            if most[n] <= 0:
+                continue
+            computed = [i for i, op in enumerate(ops) if not op.is_load]
+            for i, op in enumerate(ops):
+                runs = self.runs[(n, i)] = prob.add_variable(f"runs_{n}_{i}", lowBound=0)
+                bound = most[n]
+                if least is not None and least[n][i] > 0:  # a plan no dearer than `upper` runs it at most this often
+                    bound = min(bound, math.floor(upper / least[n][i] * (1 + 1e-9)))  # type: ignore[operator]
+                if op.is_load:
+                    # a load runs only if its state is kept: every consumer's input is available
+                    prob += runs <= bound * self.keep[op.candidate]
+                    if limited:
+                        read = self.reads[(n, i)] = prob.add_variable(f"reads_{n}_{i}", cat=binary)
+                        prob += runs <= bound * read
+                        prob += read <= self.keep[op.candidate]
+                    continue
+                if len(computed) > 1:  # the alternative chosen for the node: one for all its runs
+                    choose = self.choose[(n, i)] = prob.add_variable(f"choose_{n}_{i}", cat=binary)
+                    prob += runs <= bound * choose
+                elif bound < most[n]:
+                    prob += runs <= bound
+                for child in set(op.children):
+                    needed[child].append((float(op.children.count(child)), runs))
+            if len(computed) > 1:
+                prob += pulp.lpSum(self.choose[(n, i)] for i in computed) <= 1
+        for n in range(inst.size):
+            if most[n] > 0:
+                supply = pulp.lpSum(self.runs[(n, i)] for i in range(len(inst.ops[n])))
+                prob += supply == pulp.lpSum(coef if var is None else coef * var for coef, var in needed[n])
+        for c, cand in enumerate(inst.candidates):  # a kept state is computed at least once, not loaded
+            computed_runs = [self.runs[(cand.node, i)] for i, op in enumerate(inst.ops[cand.node]) if not op.is_load]
+            prob += pulp.lpSum(computed_runs) >= self.keep[c]
+        scale = self.scale
+        cost = pulp.lpSum((inst.ops[n][i].cost / scale) * runs for (n, i), runs in self.runs.items() if inst.ops[n][i].cost) + \
+            self._saves()
+        if limited:
+            self._live(prob, budget)
+        prob += self.peak if peak else cost
+
+
+class _Shared(_Program):
+    """The relaxation the exact solve starts with: each op chosen or not (``choose[n,o]``, the
+    alternative chosen for node ``n``), paid once however many consumers read the node — as if
+    every shared node were kept for free. Its optimum is a lower bound of the exact one; when the
+    plan it picks costs no more under recompute-per-use (:class:`CostTable`), that plan is
+    optimal."""
+
+    def __init__(self, instance: Instance, budget: float | None, peak: bool, upper: float | None = None) -> None:
+        super().__init__(instance, upper)
+        inst, prob = instance, self.problem
+        needed: list[list[pulp.LpVariable | None]] = [[] for _ in range(inst.size)]
+        for r in inst.roots:
+            needed[r].append(None)
+        for c, cand in enumerate(inst.candidates):
+            needed[cand.node].append(self.keep[c])
+        for n, ops in enumerate(inst.ops):
+            for i, op in enumerate(ops):
+                chosen = self.choose[(n, i)] = prob.add_variable(f"choose_{n}_{i}", cat=pulp.LpBinary)
+                if op.is_load:
+                    prob += chosen <= self.keep[op.candidate]  # a load only of a kept state
+                    self.reads[(n, i)] = chosen
+                for child in set(op.children):
+                    needed[child].append(chosen)
+        for n in range(inst.size):
+            supply = pulp.lpSum(self.choose[(n, i)] for i in range(len(inst.ops[n])))
+            for need in dict.fromkeys(needed[n]):  # every consumer's input is available
+                prob += supply >= (1 if need is None else need)
+        for c, cand in enumerate(inst.candidates):  # a kept state is computed, not loaded
+            prob += pulp.lpSum(self.choose[(cand.node, i)] for i, op in enumerate(inst.ops[cand.node]) if not op.is_load) >= self.keep[c]
+        cost = pulp.lpSum((inst.ops[n][i].cost / self.scale) * v for (n, i), v in self.choose.items() if inst.ops[n][i].cost)
+        if budget is not None or peak:
+            self._live(prob, budget)
+        prob += self.peak if peak else cost + self._saves()
+
+
+def solve(instance: Instance, budget: float | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
+          upper: float | None = None) -> IlpResult:
+    """The cheapest kept set (within ``budget`` bytes kept at once, if given).
+
+    The relaxation (:class:`_Shared`) is solved first: when the plan it picks costs as much under
+    recompute-per-use as the relaxation says, it is optimal. Otherwise the exact program
+    (:class:`_Flow`) is solved in the time left, bounded by the better of the relaxation's plan and
+    ``upper`` — the objective of a plan known to meet the budget (the greedy's) — which bounds how
+    often any op can run in a plan at least as cheap."""
+    started = time.perf_counter()
+    shared = _Shared(instance, budget, peak=False, upper=upper)
+    status, optimal, name, _ = shared.solve(time_limit)
+    if status in ("Infeasible", "No solution"):  # the relaxation has no plan: neither has the exact program
+        return IlpResult(set(), math.inf, False, status, name, time.perf_counter() - started, shared.binaries,
+                         shared.problem.numVariables(), shared.problem.numConstraints())
+    kept, until = shared.kept(), shared.until()
+    objective = CostTable(instance, kept, until).objective()
+    if optimal and objective <= shared.value * (1 + PROOF_TOLERANCE) + 1e-12:
+        return IlpResult(kept, objective, True, "Optimal", name, time.perf_counter() - started, shared.binaries,
+                         shared.problem.numVariables(), shared.problem.numConstraints(), until, "relaxation")
+    bound = objective if upper is None else min(upper, objective)
+    left = time_limit - (time.perf_counter() - started)
+    flow = _Flow(instance, budget, peak=False, upper=bound)
+    status, optimal, name, _ = flow.solve(max(left, 0.1))
+    if status not in ("Infeasible", "No solution"):
+        flow_kept, flow_until = flow.kept(), flow.until()
+        flow_objective = CostTable(instance, flow_kept, flow_until).objective()
+        if flow_objective <= objective or optimal:
+            kept, until, objective = flow_kept, flow_until, flow_objective
+    return IlpResult(kept, objective, optimal, "Optimal" if optimal else "Time limit", name, time.perf_counter() - started,
+                     flow.binaries, flow.problem.numVariables(), flow.problem.numConstraints(), until, "flow")
 
 
 def smallest_budget(instance: Instance, time_limit: float = DEFAULT_TIME_LIMIT) -> tuple[float, bool]:
-    """The least peak of kept bytes any plan needs, and whether it is proven the least."""
-    model = _Model(instance, None, peak=True)
+    """The least peak of kept bytes any plan needs, and whether it is proven the least (the
+    relaxation's plans read the same states as the exact program's, so its least peak is theirs)."""
+    model = _Shared(instance, None, peak=True)
     status, optimal, _name, _seconds = model.solve(time_limit)
-    if status in ("Infeasible", "No solution"):
+    if status in ("Infeasible", "No solution") or model.peak is None:
         raise TempuraError("no plan delivers the results, whatever is kept")
     return (model.peak.varValue or 0.0) * model.bytes_scale, optimal

@@ -21,11 +21,11 @@ from tempura.cost.model import format_bytes
 from tempura.errors import TempuraError
 from tempura.mqo import ilp
 from tempura.mqo.costs import CostTable
-from tempura.mqo.greedy import GreedyResult, NoGreedyPlan, greedy
+from tempura.mqo.greedy import GreedyResult, NoGreedyPlan, drop_unneeded, greedy
 from tempura.mqo.instance import Instance
 
 SELECTORS = ("auto", "greedy", "ilp", "off")
-DEFAULT_ILP_LIMIT = 0
+DEFAULT_ILP_LIMIT = 200
 DEFAULT_TIME_LIMIT = 10.0
 
 
@@ -113,7 +113,8 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
         found = None
     small = instance.binaries() <= options.ilp_limit
     as_selector = options.selector == "ilp" or (options.selector == "auto" and small) or found is None
-    solved = ilp.solve(instance, budget, options.time_limit) if as_selector or options.check else None
+    upper = found.objective if found is not None else None
+    solved = ilp.solve(instance, budget, options.time_limit, upper) if as_selector or options.check else None
     if solved is not None and not math.isfinite(solved.objective):
         solved = None  # infeasible, or no solution within the time limit
     if found is None and solved is None:
@@ -125,7 +126,8 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
     # a solve stopped by its time limit may be worse than the greedy's: then the greedy decides
     if solved is not None and as_selector and (found is None or solved.objective <= found.objective * (1 + 1e-9)):
         table = CostTable(instance, solved.kept, solved.until)
-        return Selection(set(solved.kept), table.objective(), "ilp", table, found, solved)
+        drop_unneeded(table, budget)  # among equally cheap plans, the one keeping less
+        return Selection(table.kept, table.objective(), "ilp", table, found, solved)
     assert found is not None
     table = CostTable(instance, found.kept)
     return Selection(set(found.kept), table.objective(), "greedy", table, found, solved)
