@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tempura import tpch
+from tempura.catalog import TableSource
 from tempura.cost.vector import Objective
 from tempura.incremental import Arrival, IncrementalPlanner
 from tempura.mqo import ilp
@@ -35,7 +36,6 @@ from tempura.mqo.synthetic import random_instance
 from tempura.sql import parse_query
 from tempura.stats import Estimator, TableStats
 from tempura.stats.defaults import default_table_stats
-from tempura.catalog import TableSource
 from tempura.tvr import TimePoints
 
 STATS = Path(__file__).parent / "data" / "tpch-sf0.01-stats.json"
@@ -62,19 +62,17 @@ def _instance(lookup: Callable[[str], TableStats], schema: dict[str, dict[str, s
     return planner.state_instance(query, TimePoints(tuple(range(1, k + 1))), Objective.deadline(k))
 
 
-def standing_instances(stats_file: Path, names: list[str] | None, points: tuple[int, ...]) -> list[tuple[str, Instance, set[int]]]:
+def standing_instances(stats_file: Path, names: list[str] | None, points: tuple[int, ...]) -> Iterator[tuple[str, Instance, set[int]]]:
     """The golden example and the TPC-H queries as standing queries over each of ``points``."""
     stats = {n: TableStats.from_json(s) for n, s in json.loads(stats_file.read_text(encoding="utf-8")).items()}
     golden = {t: default_table_stats(TableSource(t, f"/{t}"), cols, None) for t, cols in GOLDEN_SCHEMA.items()}
-    out = []
     for k in points:
         if names is None or "golden" in names:
-            out.append((f"golden@{k}", *_instance(golden.__getitem__, GOLDEN_SCHEMA, GOLDEN_SQL, k)))
+            yield (f"golden@{k}", *_instance(golden.__getitem__, GOLDEN_SCHEMA, GOLDEN_SQL, k))
         for path in sorted(QUERIES.glob("q*.sql")):
             if names is not None and path.stem not in names:
                 continue
-            out.append((f"{path.stem}@{k}", *_instance(stats.__getitem__, tpch.SCHEMA, path.read_text(encoding="utf-8"), k)))
-    return out
+            yield (f"{path.stem}@{k}", *_instance(stats.__getitem__, tpch.SCHEMA, path.read_text(encoding="utf-8"), k))
 
 
 def measure(name: str, kind: str, instance: Instance, start: set[int], repeat: int, time_limit: float) -> dict[str, Any]:

@@ -121,6 +121,48 @@ def test_ilp_never_worse_than_greedy_on_random_instances(seed: int) -> None:
     assert CostTable(inst, exact.kept).objective() == pytest.approx(exact.objective)
 
 
+def recomputed_twice() -> Instance:
+    """A node two consumers read at one time point, with no candidate for it: each recomputes
+    it, 2·(10 + 1) = 22, which the relaxation counts as 10 + 1 + 1 = 12. Keeping a state R can
+    load instead costs 11 + 6 to keep and 1 to load: 11 + 1 + 17 = 29. The optimum keeps nothing."""
+    inst = Instance(1)
+    shared = inst.add_node(1, "S")
+    inst.add_op(shared, Op(10.0))
+    left, right = inst.add_node(1, "L"), inst.add_node(1, "R")
+    inst.add_op(left, Op(1.0, (shared,)))
+    inst.add_op(right, Op(1.0, (shared,)))
+    other = inst.add_node(1, "L kept")
+    inst.add_op(other, Op(1.0, (shared,)))
+    kept = inst.add_candidate(Candidate(other, 1, 6.0, 10.0))
+    inst.add_op(right, Op(1.0, (), kept))
+    root = inst.add_node(1, "root")
+    inst.add_op(root, Op(0.0, (left, right)))
+    inst.roots = [root]
+    inst.validate()
+    return inst
+
+
+def test_the_relaxation_proves_the_optimum_or_hands_over_to_the_exact_program() -> None:
+    proven = solve(seed_example(0.001, 1.0))
+    assert proven.program == "relaxation" and proven.optimal and proven.objective == pytest.approx(4.015)
+    inst = recomputed_twice()
+    assert CostTable(inst).objective() == pytest.approx(22.0) and CostTable(inst, {0}).objective() == pytest.approx(29.0)
+    exact = solve(inst)  # the relaxation's plan costs more than it says: the run-counting program decides
+    assert exact.program == "flow" and exact.optimal and exact.objective == pytest.approx(22.0) and exact.kept == set()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ilp_is_the_best_of_every_kept_set(seed: int) -> None:
+    """Against brute force: the cost propagation's value of every subset of candidates."""
+    inst = prune(random_instance(100 + seed, k=2 + seed % 3, size=1 + seed % 3)).instance
+    if len(inst.candidates) > 12:
+        inst = prune(random_instance(100 + seed, k=2, size=1)).instance
+    best = min(CostTable(inst, {c for c in range(len(inst.candidates)) if mask >> c & 1}).objective()
+               for mask in range(1 << len(inst.candidates)))
+    exact = solve(inst, time_limit=60)
+    assert exact.optimal and exact.objective == pytest.approx(best, rel=EPS)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_pruning_keeps_every_optimum(seed: int) -> None:
     inst = random_instance(100 + seed, k=4, size=3)
