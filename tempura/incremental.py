@@ -10,14 +10,15 @@
 3. the memo search with :class:`~tempura.rules.physical.tvr.TimedImplementer`: every group is
    optimized for the time point its consumer runs at, choosing for each input whether to compute
    it then or to compute it earlier and keep it, by the weighted objective ``Σ w_i·c_i``;
-4. extraction (:class:`Extractor`): the winners become fragments, cut wherever a result is kept
-   from one time point to a later one, with shared work computed once; the plan's cost vector is
-   summed over the fragments, each kept state saved once and loaded by each reader.
+4. state selection (:mod:`tempura.mqo`): which results to keep, and when, over an instance built
+   from the memo — shared between consumers of one time point and across time points — by the
+   greedy or the ILP (``selector="off"`` keeps the search's own winners, which share nothing);
+5. extraction (:class:`Extractor`): the chosen plan becomes fragments, cut wherever a result is
+   kept; the plan's cost vector is summed over the fragments, each kept state saved once and
+   loaded by each reader.
 
-The search prices a state each time a consumer loads it but never shares one computation
-between consumers of the same time point; that is the multi-query optimization the ``mqo``
-package adds. Until then, :func:`best_of` picks ``auto``'s plan as the cheapest of its own
-search and of each forced method's plan, all costed by the same extraction.
+The greedy is not exact, so :func:`best_of` still picks ``auto``'s plan as the cheapest of its
+own and of each forced method's plan, all costed by the same extraction.
 """
 
 from __future__ import annotations

@@ -143,3 +143,10 @@ def test_errors_are_one_line(spec: Path, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "unknown rule(s): tvr-no-such-rule" in result.output
     result = CliRunner().invoke(main, ["plan", str(spec), "--state-budget", "lots"])
     assert result.exit_code == 2 and "'lots' is not a size" in result.output and "--state-budget" in result.output
+
+
+def test_the_selector_choices_are_the_planners() -> None:
+    from tempura.cli import SELECTOR_CHOICES
+    from tempura.mqo.select import SELECTORS
+
+    assert tuple(SELECTOR_CHOICES) == SELECTORS
