@@ -5,7 +5,7 @@
 | generating, snapshots | ``tvr-snapshot-scan``, ``tvr-snapshot`` (recompute: always on) |
 | generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-union`` |
 | semi- and anti-joins | ``tvr-delta-semi-anti-join`` |
-| outer-join view maintenance | ``tvr-delta-outer-join`` |
+| outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-count-distinct-split`` |
 | intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
 | higher-order deltas | ``tvr-delta-merge-inner`` |
@@ -25,6 +25,7 @@ from tempura.rules.tvr.generating import (
     DeltaFilter,
     DeltaJoin,
     DeltaOuterJoin,
+    DeltaOuterJoinProbe,
     DeltaProject,
     DeltaScan,
     DeltaUnion,
@@ -44,6 +45,7 @@ RULES: tuple[TvrRule, ...] = (
     DeltaJoin(),
     DeltaUnion(),
     DeltaOuterJoin(),
+    DeltaOuterJoinProbe(),
     DeltaSemiAntiJoin(),
     PartialSnapshotRule(),
     ValueDeltaRule(),
@@ -67,7 +69,7 @@ _SEMI = {"tvr-delta-semi-anti-join"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",
                "tvr-count-distinct-split"}
 _IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta"}
-_OJV = _IVM | {"tvr-delta-outer-join"}
+_OJV = _IVM | {"tvr-delta-outer-join", "tvr-delta-outer-join-probe"}
 
 METHODS: dict[str, frozenset[str]] = {
     "batch": frozenset(_BATCH),

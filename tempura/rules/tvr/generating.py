@@ -198,6 +198,53 @@ class DeltaOuterJoin(TvrRule):
         return [_union_all(terms, fields)]
 
 
+class DeltaOuterJoinProbe(TvrRule):
+    """Outer-join view maintenance that reads the preserved side's old snapshot once.
+
+    For ``P ⟕ O`` (P preserved) the inner part is split the other way round,
+    ``Δ(P ⋈ O) = ΔP ⋈ O_v + P_{v-1} ⋈ ΔO``, and ``P_{v-1} ⋈ ΔO = T ⋈ ΔO`` with
+    ``T = P_{v-1} ⋉ ΔO`` (a row of P that matches no row of ``ΔO`` joins nothing). The new rows
+    of P and their padding are one outer join, ``ΔP ⋈ O_v + pad(ΔP ▷ O_v) = ΔP ⟕ O_v`` (linear in
+    its preserved input). So
+
+    ``Δ(P ⟕ O) = ΔP ⟕ O_v + T ⋈ ΔO + pad((T ⋉ O_{v-1}) ▷ O_v) − pad((T ▷ O_{v-1}) ⋉ O_v)``
+
+    and the old snapshot ``P_{v-1}`` is read only to find ``T``, the rows a change of O touches.
+    When O is insert-only, a row of T keeps every old match and has a new one, so the third term
+    is empty and the fourth is ``pad(T ▷ O_{v-1})``. Left and right outer joins; the full outer
+    join is :class:`DeltaOuterJoin`'s.
+    """
+
+    name = "tvr-delta-outer-join-probe"
+    produces = FormKind.DELTA
+    method = "ojv"
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        if not isinstance(expr, Join) or expr.kind not in (JoinKind.LEFT, JoinKind.RIGHT) or form.end < 2:
+            return []
+        v, cond, mirrored = form.end, expr.condition, expr.kind is JoinKind.RIGHT
+        p, o = (x.child(expr.right), x.child(expr.left)) if mirrored else (x.child(expr.left), x.child(expr.right))
+        delta_p, delta_o, old_p, old_o, new_o = x.sd(p, v), x.sd(o, v), x.ss(p, v - 1), x.ss(o, v - 1), x.ss(o, v)
+        if delta_p is None or delta_o is None or old_p is None or old_o is None or new_o is None:
+            return []
+        fields = delta_fields(expr)
+        touched = Join(JoinKind.SEMI, old_p, delta_o, cond)
+        if mirrored:
+            new_rows: LogicalPlan = Join(JoinKind.RIGHT, new_o, delta_p, cond)
+            matched: LogicalPlan = Join(JoinKind.INNER, delta_o, touched, cond)
+        else:
+            new_rows, matched = Join(JoinKind.LEFT, delta_p, new_o, cond), Join(JoinKind.INNER, touched, delta_o, cond)
+        terms = [_ordered(new_rows, fields), _ordered(matched, fields)]
+        if x.unit_delta(o):
+            changes: list[LogicalPlan] = [ToDelta(Join(JoinKind.ANTI, touched, old_o, cond), -1)]
+        else:
+            lost = Join(JoinKind.ANTI, Join(JoinKind.SEMI, touched, old_o, cond), new_o, cond)
+            found = Join(JoinKind.SEMI, Join(JoinKind.ANTI, touched, old_o, cond), new_o, cond)
+            changes = [ToDelta(lost, 1), ToDelta(found, -1)]
+        terms.extend(_padded(t, expr, mirrored, fields) for t in changes)
+        return [_union_all(terms, fields)]
+
+
 def _unmatched_delta(x: Expansion, expr: Join, v: int, mirrored: bool) -> list[LogicalPlan] | None:
     """The three Z-set terms of ``Δ(S ▷ R)``, S being the preserved side."""
     s_ref, r_ref = (expr.right, expr.left) if mirrored else (expr.left, expr.right)
