@@ -145,12 +145,14 @@ def realistic_plans(share_by_t1: float) -> dict[str, Any]:
     return plan_methods(planner, parse_query(SUMMARY, SCHEMAS), SUMMARY, TIME, Objective.deadline(2), METHODS)
 
 
-@pytest.mark.parametrize("share_by_t1", [0.9, 0.5])
+@pytest.mark.parametrize("share_by_t1", [0.9, 0.8])
 def test_deadline_plan_keeps_the_t1_partial_aggregate(share_by_t1: float, executor: Any) -> None:
     """Under ``deadline`` weights the chosen plan aggregates t1's data at t1, keeps that partial
     aggregate, and at t2 does only the delta's work: it never reads the sales snapshot of t2
     (only what arrived since t1, and t1's rows that a new return touches). Run on the golden
-    data, it delivers the specification's snapshots."""
+    data, it delivers the specification's snapshots. (When much less has arrived by t1, t2's
+    returns are too many to broadcast, finding the touched sales shuffles all of t1's, and batch
+    is cheaper at t2.)"""
     chosen = realistic_plans(share_by_t1)
     auto = chosen["auto"]
     assert auto.cost.times[1] < chosen["batch"].cost.times[1]
