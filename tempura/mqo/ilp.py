@@ -259,6 +259,8 @@ class _Shared(_Program):
             needed[cand.node].append(self.keep[c])
         for n, ops in enumerate(inst.ops):
             for i, op in enumerate(ops):
+                if op.is_load and inst.candidates[op.candidate].node == n:
+                    continue  # a node loading its own state: never cheaper here, where a node is paid once
                 chosen = self.choose[(n, i)] = prob.add_variable(f"choose_{n}_{i}", cat=pulp.LpBinary)
                 if op.is_load:
                     prob += chosen <= self.keep[op.candidate]  # a load only of a kept state
@@ -266,7 +268,7 @@ class _Shared(_Program):
                 for child in set(op.children):
                     needed[child].append(chosen)
         for n in range(inst.size):
-            supply = pulp.lpSum(self.choose[(n, i)] for i in range(len(inst.ops[n])))
+            supply = pulp.lpSum(self.choose[(n, i)] for i in range(len(inst.ops[n])) if (n, i) in self.choose)
             for need in dict.fromkeys(needed[n]):  # every consumer's input is available
                 prob += supply >= (1 if need is None else need)
         for c, cand in enumerate(inst.candidates):  # a kept state is computed, not loaded
