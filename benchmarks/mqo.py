@@ -80,7 +80,7 @@ def measure(name: str, kind: str, instance: Instance, start: set[int], repeat: i
     greedy_runs, ilp_runs = [], []
     for _ in range(repeat):
         greedy_runs.append(greedy(instance, start))
-        ilp_runs.append(ilp.solve(instance, time_limit=time_limit, upper=greedy_runs[-1].objective))
+        ilp_runs.append(ilp.solve(instance, time_limit=time_limit, upper=greedy_runs[-1].objective, known=greedy_runs[-1].kept))
     found, exact = greedy_runs[0], ilp_runs[0]
     optimal = exact.optimal
     gap = None

@@ -151,6 +151,25 @@ def test_the_relaxation_proves_the_optimum_or_hands_over_to_the_exact_program() 
     assert exact.program == "flow" and exact.optimal and exact.objective == pytest.approx(22.0) and exact.kept == set()
 
 
+def test_the_relaxation_bound_proves_a_known_plan() -> None:
+    """Two ways to the root tie in the relaxation at 10: one reads S twice (20 when each read
+    recomputes it), the other reads Z once (10). Whichever the relaxation picks, the known plan
+    that keeps nothing (10) meets its bound, so no run-counting program is needed."""
+    inst = Instance(1)
+    shared, single = inst.add_node(1, "S"), inst.add_node(1, "Z")
+    inst.add_op(shared, Op(10.0))
+    inst.add_op(single, Op(10.0))
+    root = inst.add_node(1, "root")
+    inst.add_op(root, Op(0.0, (shared, shared)))
+    inst.add_op(root, Op(0.0, (single,)))
+    inst.roots = [root]
+    inst.validate()
+    assert CostTable(inst).objective() == pytest.approx(10.0)
+    exact = solve(inst, upper=10.0, known=set())
+    assert exact.program in ("relaxation", "bound") and exact.optimal
+    assert exact.objective == pytest.approx(10.0) and exact.kept == set()
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_ilp_is_the_best_of_every_kept_set(seed: int) -> None:
     """Against brute force: the cost propagation's value of every subset of candidates."""

@@ -64,7 +64,8 @@ class IlpResult:
     variables: int
     constraints: int
     until: dict[int, int] = field(default_factory=dict)  # under a budget: the last read of each kept state
-    program: str = "flow"  # what proved it: the relaxation's plan met its bound, or the exact program
+    program: str = "flow"  # what proved it: the relaxation's plan met its bound ("relaxation"), the known plan did
+    # ("bound"), or the exact program
 
 
 class NoSolver(TempuraError):
@@ -252,12 +253,15 @@ class _Shared(_Program):
     def __init__(self, instance: Instance, budget: float | None, peak: bool, upper: float | None = None) -> None:
         super().__init__(instance, upper)
         inst, prob = instance, self.problem
-        needed: list[list[pulp.LpVariable | None]] = [[] for _ in range(inst.size)]
+        # what each node must supply: 1 for a delivery, keep[c] for a candidate, and for each node
+        # reading it the sum of that node's ops that read it (one op per node, so at most 1)
+        needed: list[list[Any]] = [[] for _ in range(inst.size)]
         for r in inst.roots:
-            needed[r].append(None)
+            needed[r].append(1)
         for c, cand in enumerate(inst.candidates):
             needed[cand.node].append(self.keep[c])
         for n, ops in enumerate(inst.ops):
+            readers: dict[int, list[pulp.LpVariable]] = {}
             for i, op in enumerate(ops):
                 if op.is_load and inst.candidates[op.candidate].node == n:
                     continue  # a node loading its own state: never cheaper here, where a node is paid once
@@ -266,11 +270,16 @@ class _Shared(_Program):
                     prob += chosen <= self.keep[op.candidate]  # a load only of a kept state
                     self.reads[(n, i)] = chosen
                 for child in set(op.children):
-                    needed[child].append(chosen)
+                    readers.setdefault(child, []).append(chosen)
+            for child, ways in readers.items():
+                needed[child].append(pulp.lpSum(ways))
         for n in range(inst.size):
-            supply = pulp.lpSum(self.choose[(n, i)] for i in range(len(inst.ops[n])) if (n, i) in self.choose)
-            for need in dict.fromkeys(needed[n]):  # every consumer's input is available
-                prob += supply >= (1 if need is None else need)
+            ways = [self.choose[(n, i)] for i in range(len(inst.ops[n])) if (n, i) in self.choose]
+            supply = pulp.lpSum(ways)
+            if len(ways) > 1:
+                prob += supply <= 1  # one way per node is enough when a node is paid once
+            for need in needed[n]:  # every consumer's input is available
+                prob += supply >= need
         for c, cand in enumerate(inst.candidates):  # a kept state is computed, not loaded
             prob += pulp.lpSum(self.choose[(cand.node, i)] for i, op in enumerate(inst.ops[cand.node]) if not op.is_load) >= self.keep[c]
         cost = pulp.lpSum((inst.ops[n][i].cost / self.scale) * v for (n, i), v in self.choose.items() if inst.ops[n][i].cost)
@@ -280,13 +289,14 @@ class _Shared(_Program):
 
 
 def solve(instance: Instance, budget: float | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
-          upper: float | None = None) -> IlpResult:
+          upper: float | None = None, known: set[int] | None = None) -> IlpResult:
     """The cheapest kept set (within ``budget`` bytes kept at once, if given).
 
-    The relaxation (:class:`_Shared`) is solved first: when the plan it picks costs as much under
-    recompute-per-use as the relaxation says, it is optimal. Otherwise the exact program
-    (:class:`_Flow`) is solved in the time left, bounded by the better of the relaxation's plan and
-    ``upper`` — the objective of a plan known to meet the budget (the greedy's) — which bounds how
+    The relaxation (:class:`_Shared`) is solved first. Its optimum is a lower bound: when the plan
+    it picks costs as much under recompute-per-use, that plan is optimal; when ``upper`` — the
+    objective of the plan that keeps ``known``, one known to meet the budget (the greedy's) — is
+    no more than the bound, that plan is. Otherwise the exact program (:class:`_Flow`) is solved in
+    the time left, bounded by the better of the relaxation's plan and ``upper``, which bounds how
     often any op can run in a plan at least as cheap."""
     started = time.perf_counter()
     shared = _Shared(instance, budget, peak=False, upper=upper)
@@ -299,6 +309,9 @@ def solve(instance: Instance, budget: float | None = None, time_limit: float = D
     if optimal and objective <= shared.value * (1 + PROOF_TOLERANCE) + 1e-12:
         return IlpResult(kept, objective, True, "Optimal", name, time.perf_counter() - started, shared.binaries,
                          shared.problem.numVariables(), shared.problem.numConstraints(), until, "relaxation")
+    if optimal and known is not None and upper is not None and upper <= shared.value * (1 + PROOF_TOLERANCE) + 1e-12:
+        return IlpResult(set(known), upper, True, "Optimal", name, time.perf_counter() - started, shared.binaries,
+                         shared.problem.numVariables(), shared.problem.numConstraints(), {}, "bound")
     bound = objective if upper is None else min(upper, objective)
     left = time_limit - (time.perf_counter() - started)
     flow = _Flow(instance, budget, peak=False, upper=bound)

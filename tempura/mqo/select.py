@@ -114,7 +114,7 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
     small = instance.binaries() <= options.ilp_limit
     as_selector = options.selector == "ilp" or (options.selector == "auto" and small) or found is None
     upper = found.objective if found is not None else None
-    solved = ilp.solve(instance, budget, options.time_limit, upper) if as_selector or options.check else None
+    solved = ilp.solve(instance, budget, options.time_limit, upper, found.kept if found else None) if as_selector or options.check else None
     if solved is not None and not math.isfinite(solved.objective):
         solved = None  # infeasible, or no solution within the time limit
     if found is None and solved is None:
