@@ -123,8 +123,8 @@ def test_ilp_never_worse_than_greedy_on_random_instances(seed: int) -> None:
 
 def recomputed_twice() -> Instance:
     """A node two consumers read at one time point, with no candidate for it: each recomputes
-    it, 2·(10 + 1) = 22, which the relaxation counts as 10 + 1 + 1 = 12. Keeping a state R can
-    load instead costs 11 + 6 to keep and 1 to load: 11 + 1 + 17 = 29. The optimum keeps nothing."""
+    it, 2·(10 + 1) = 22. Keeping a state R can load instead costs 11 + 6 to keep and 1 to load:
+    11 + 1 + 17 = 29. The optimum keeps nothing."""
     inst = Instance(1)
     shared = inst.add_node(1, "S")
     inst.add_op(shared, Op(10.0))
@@ -142,32 +142,60 @@ def recomputed_twice() -> Instance:
     return inst
 
 
+def kept_for_its_own_time_point() -> Instance:
+    """S (10) read by L and R (1 each) at one time point, and S may be kept then (save 6) and
+    loaded (1). Recomputing it for each costs 22, keeping it 10 + 6 + 2·(1 + 1) = 20. The
+    relaxation pays S once and each further read at S's least way, a load: 10 + 1 + 2 = 13, with
+    nothing kept — a plan that costs 22."""
+    inst = Instance(1)
+    shared = inst.add_node(1, "S")
+    inst.add_op(shared, Op(10.0))
+    kept = inst.add_candidate(Candidate(shared, 1, 6.0, 10.0))
+    inst.add_op(shared, Op(1.0, (), kept))
+    left, right = inst.add_node(1, "L"), inst.add_node(1, "R")
+    inst.add_op(left, Op(1.0, (shared,)))
+    inst.add_op(right, Op(1.0, (shared,)))
+    root = inst.add_node(1, "root")
+    inst.add_op(root, Op(0.0, (left, right)))
+    inst.roots = [root]
+    inst.validate()
+    return inst
+
+
 def test_the_relaxation_proves_the_optimum_or_hands_over_to_the_exact_program() -> None:
     proven = solve(seed_example(0.001, 1.0))
     assert proven.program == "relaxation" and proven.optimal and proven.objective == pytest.approx(4.015)
-    inst = recomputed_twice()
+    inst = recomputed_twice()  # a second read of S costs at least S's least way: the relaxation counts 22
     assert CostTable(inst).objective() == pytest.approx(22.0) and CostTable(inst, {0}).objective() == pytest.approx(29.0)
+    exact = solve(inst)
+    assert exact.program == "relaxation" and exact.optimal and exact.objective == pytest.approx(22.0) and exact.kept == set()
+    inst = kept_for_its_own_time_point()
+    assert CostTable(inst).objective() == pytest.approx(22.0) and CostTable(inst, {0}).objective() == pytest.approx(20.0)
     exact = solve(inst)  # the relaxation's plan costs more than it says: the run-counting program decides
-    assert exact.program == "flow" and exact.optimal and exact.objective == pytest.approx(22.0) and exact.kept == set()
+    assert exact.program == "flow" and exact.optimal and exact.objective == pytest.approx(20.0) and exact.kept == {0}
 
 
 def test_the_relaxation_bound_proves_a_known_plan() -> None:
-    """Two ways to the root tie in the relaxation at 10: one reads S twice (20 when each read
-    recomputes it), the other reads Z once (10). Whichever the relaxation picks, the known plan
-    that keeps nothing (10) meets its bound, so no run-counting program is needed."""
+    """S read twice at one time point, kept for free (save and load cost nothing): keeping it
+    costs 10 + 2 = 12, and the relaxation values its plan that keeps nothing at 12 too, though
+    that plan recomputes S (22). Whichever it picks, the known plan that keeps S meets its bound,
+    so no run-counting program is needed."""
     inst = Instance(1)
-    shared, single = inst.add_node(1, "S"), inst.add_node(1, "Z")
+    shared = inst.add_node(1, "S")
     inst.add_op(shared, Op(10.0))
-    inst.add_op(single, Op(10.0))
+    kept = inst.add_candidate(Candidate(shared, 1, 0.0, 10.0))
+    inst.add_op(shared, Op(0.0, (), kept))
+    left, right = inst.add_node(1, "L"), inst.add_node(1, "R")
+    inst.add_op(left, Op(1.0, (shared,)))
+    inst.add_op(right, Op(1.0, (shared,)))
     root = inst.add_node(1, "root")
-    inst.add_op(root, Op(0.0, (shared, shared)))
-    inst.add_op(root, Op(0.0, (single,)))
+    inst.add_op(root, Op(0.0, (left, right)))
     inst.roots = [root]
     inst.validate()
-    assert CostTable(inst).objective() == pytest.approx(10.0)
-    exact = solve(inst, upper=10.0, known=set())
+    assert CostTable(inst, {0}).objective() == pytest.approx(12.0) and CostTable(inst).objective() == pytest.approx(22.0)
+    exact = solve(inst, upper=12.0, known={0})
     assert exact.program in ("relaxation", "bound") and exact.optimal
-    assert exact.objective == pytest.approx(10.0) and exact.kept == set()
+    assert exact.objective == pytest.approx(12.0) and exact.kept == {0}
 
 
 @pytest.mark.parametrize("seed", range(8))

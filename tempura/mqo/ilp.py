@@ -260,8 +260,10 @@ class _Shared(_Program):
             needed[r].append(1)
         for c, cand in enumerate(inst.candidates):
             needed[cand.node].append(self.keep[c])
+        reads: list[list[list[tuple[float, pulp.LpVariable]]]] = [[] for _ in range(inst.size)]  # per reading node
         for n, ops in enumerate(inst.ops):
             readers: dict[int, list[pulp.LpVariable]] = {}
+            ways_of: dict[int, list[tuple[int, pulp.LpVariable]]] = {}
             for i, op in enumerate(ops):
                 if op.is_load and inst.candidates[op.candidate].node == n:
                     continue  # a node loading its own state: never cheaper here, where a node is paid once
@@ -271,8 +273,10 @@ class _Shared(_Program):
                     self.reads[(n, i)] = chosen
                 for child in set(op.children):
                     readers.setdefault(child, []).append(chosen)
+                    ways_of.setdefault(child, []).append((i, chosen))
             for child, ways in readers.items():
                 needed[child].append(pulp.lpSum(ways))
+                reads[child].append([(float(ops[i].children.count(child)), v) for i, v in ways_of[child]])
         for n in range(inst.size):
             ways = [self.choose[(n, i)] for i in range(len(inst.ops[n])) if (n, i) in self.choose]
             supply = pulp.lpSum(ways)
@@ -283,9 +287,39 @@ class _Shared(_Program):
         for c, cand in enumerate(inst.candidates):  # a kept state is computed, not loaded
             prob += pulp.lpSum(self.choose[(cand.node, i)] for i, op in enumerate(inst.ops[cand.node]) if not op.is_load) >= self.keep[c]
         cost = pulp.lpSum((inst.ops[n][i].cost / self.scale) * v for (n, i), v in self.choose.items() if inst.ops[n][i].cost)
+        cost += self._rereads(reads, set(inst.roots))
         if budget is not None or peak:
             self._live(prob, budget)
         prob += self.peak if peak else cost + self._saves()
+
+    def _rereads(self, reads: list[list[list[tuple[float, pulp.LpVariable]]]], roots: set[int]) -> Any:
+        """What reading a node more than once costs at the least. A node is paid once above, but
+        each of its ``R`` reads (deliveries, and the ways of the nodes that read it, with how
+        often each reads it) obtains it: recomputed, or loaded. Every obtaining costs at least the
+        node's least way (``lower``: its own cost and its inputs' at their least, or a load). So
+        the reads cost ``(R - 1)·lower`` beyond the way paid, and ``R·lower`` when the node's own
+        time point keeps it, since the kept state's computation is then not one of the reads.
+        Both are lower bounds of the exact program's cost (a child's reads count the node once,
+        and its extra obtainings are in the node's ``lower``), and they close the gap when a node
+        read twice in one time point is kept, or recomputed by its least way."""
+        inst, prob = self.instance, self.problem
+        lower = [min(costs, default=0.0) for costs in _least_runs(inst)]
+        own = {cand.node: c for c, cand in enumerate(inst.candidates) if cand.time == inst.times[cand.node]}
+        extra = []
+        for n in range(inst.size):
+            most = sum(max(k for k, _ in parent) for parent in reads[n]) + (1 if n in roots else 0)
+            kept = own.get(n)
+            if lower[n] <= 0 or (most < 2 and kept is None) or not math.isfinite(lower[n]):
+                continue
+            count = pulp.lpSum(k * v for parent in reads[n] for k, v in parent) + (1 if n in roots else 0)
+            weight = lower[n] / self.scale
+            more = prob.add_variable(f"rereads_{n}", lowBound=0)
+            if most >= 2:
+                prob += more >= weight * (count - 1)
+            if kept is not None:
+                prob += more >= weight * (count - most * (1 - self.keep[kept]))
+            extra.append(more)
+        return pulp.lpSum(extra)
 
 
 def solve(instance: Instance, budget: float | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
