@@ -142,16 +142,16 @@ def recomputed_twice() -> Instance:
     return inst
 
 
-def kept_for_its_own_time_point() -> Instance:
-    """S (10) read by L and R (1 each) at one time point, and S may be kept then (save 6) and
-    loaded (1). Recomputing it for each costs 22, keeping it 10 + 6 + 2·(1 + 1) = 20. The
+def kept_for_its_own_time_point(save: float = 6.0, load: float = 1.0) -> Instance:
+    """S (10) read by L and R (1 each) at one time point, and S may be kept then and loaded.
+    With the defaults, recomputing it for each costs 22, keeping it 10 + 6 + 2·(1 + 1) = 20. The
     relaxation pays S once and each further read at S's least way, a load: 10 + 1 + 2 = 13, with
     nothing kept — a plan that costs 22."""
     inst = Instance(1)
     shared = inst.add_node(1, "S")
     inst.add_op(shared, Op(10.0))
-    kept = inst.add_candidate(Candidate(shared, 1, 6.0, 10.0))
-    inst.add_op(shared, Op(1.0, (), kept))
+    kept = inst.add_candidate(Candidate(shared, 1, save, 10.0))
+    inst.add_op(shared, Op(load, (), kept))
     left, right = inst.add_node(1, "L"), inst.add_node(1, "R")
     inst.add_op(left, Op(1.0, (shared,)))
     inst.add_op(right, Op(1.0, (shared,)))
@@ -180,18 +180,7 @@ def test_the_relaxation_bound_proves_a_known_plan() -> None:
     costs 10 + 2 = 12, and the relaxation values its plan that keeps nothing at 12 too, though
     that plan recomputes S (22). Whichever it picks, the known plan that keeps S meets its bound,
     so no run-counting program is needed."""
-    inst = Instance(1)
-    shared = inst.add_node(1, "S")
-    inst.add_op(shared, Op(10.0))
-    kept = inst.add_candidate(Candidate(shared, 1, 0.0, 10.0))
-    inst.add_op(shared, Op(0.0, (), kept))
-    left, right = inst.add_node(1, "L"), inst.add_node(1, "R")
-    inst.add_op(left, Op(1.0, (shared,)))
-    inst.add_op(right, Op(1.0, (shared,)))
-    root = inst.add_node(1, "root")
-    inst.add_op(root, Op(0.0, (left, right)))
-    inst.roots = [root]
-    inst.validate()
+    inst = kept_for_its_own_time_point(save=0.0, load=0.0)
     assert CostTable(inst, {0}).objective() == pytest.approx(12.0) and CostTable(inst).objective() == pytest.approx(22.0)
     exact = solve(inst, upper=12.0, known={0})
     assert exact.program in ("relaxation", "bound") and exact.optimal
