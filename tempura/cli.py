@@ -33,6 +33,24 @@ def user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _query_names(queries: tuple[str, ...], extra: tuple[str, ...] = ()) -> list[str] | None:
+    """``--query`` values as TPC-H query names (``1``, ``q1`` and ``Q01`` are ``q01``), or the
+    ``extra`` names as they are; None when none is given."""
+    if not queries:
+        return None
+    names = []
+    for q in queries:
+        if q in extra:
+            names.append(q)
+            continue
+        digits = q[1:] if q[:1] in ("q", "Q") else q
+        if not digits.isdigit() or not 1 <= int(digits) <= 22:
+            known = ", ".join([*extra, "q01 … q22"])
+            raise TempuraError(f"--query {q}: not a query name (known: {known})")
+        names.append(f"q{int(digits):02d}")
+    return names
+
+
 def _read_sql(sql: str) -> str:
     """SQL given inline, or ``@file.sql`` to read it from a file."""
     if sql.startswith("@"):
@@ -261,7 +279,7 @@ def bench_cardinality(scale: float, workdir: str, out: str, queries: tuple[str, 
     from benchmarks import cardinality
 
     console = Console(stderr=True)
-    names = [f"q{int(q.lstrip('qQ')):02d}" for q in queries] if queries else None
+    names = _query_names(queries)
     report = cardinality.run(scale, Path(workdir), Path(out), names, lambda message: console.log(message))
     table = Table(title=f"q-error, TPC-H scale {scale:g} ({report['nodes']} subplans)")
     for column in ("estimator", "nodes", "median", "p90", "p95", "max"):
@@ -306,7 +324,7 @@ def demo(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
     """Generate TPC-H data, run the 22 queries through tempura and compare with Spark."""
     from tempura import demo as demo_job
 
-    names = [f"q{int(q.lstrip('qQ')):02d}" for q in queries] if queries else None
+    names = _query_names(queries)
     failures = demo_job.main(scale, workdir, names)
     sys.exit(1 if failures else 0)
 
@@ -375,7 +393,7 @@ def bench_tvr_planning(repeat: int, out: str, stats_file: str | None, queries: t
     from benchmarks import tvr_planning
 
     console = Console(stderr=True)
-    names = [f"q{int(q.lstrip('qQ')):02d}" for q in queries] if queries else None
+    names = _query_names(queries)
     stats = Path(stats_file) if stats_file else tvr_planning.STATS
     report = tvr_planning.run(Path(out), repeat, stats, names, lambda m: console.log(m))
     click.echo(json.dumps(report["summary"], indent=2))
@@ -401,7 +419,7 @@ def bench_mqo(repeat: int, out: str, stats_file: str | None, queries: tuple[str,
     from benchmarks import mqo
 
     console = Console(stderr=True)
-    names = [q if q == "golden" else f"q{int(q.lstrip('qQ')):02d}" for q in queries] if queries else None
+    names = _query_names(queries, ("golden",))
     stats = Path(stats_file) if stats_file else mqo.STATS
     report = mqo.run(Path(out), repeat, stats, names, random_count, time_limit, tuple(points) or mqo.POINTS,
                      lambda m: console.log(m))

@@ -262,8 +262,7 @@ class _Shared(_Program):
             needed[cand.node].append(self.keep[c])
         reads: list[list[list[tuple[float, pulp.LpVariable]]]] = [[] for _ in range(inst.size)]  # per reading node
         for n, ops in enumerate(inst.ops):
-            readers: dict[int, list[pulp.LpVariable]] = {}
-            ways_of: dict[int, list[tuple[int, pulp.LpVariable]]] = {}
+            readers: dict[int, list[tuple[int, pulp.LpVariable]]] = {}  # child -> the ways of n that read it
             for i, op in enumerate(ops):
                 if op.is_load and inst.candidates[op.candidate].node == n:
                     continue  # a node loading its own state: never cheaper here, where a node is paid once
@@ -272,11 +271,10 @@ class _Shared(_Program):
                     prob += chosen <= self.keep[op.candidate]  # a load only of a kept state
                     self.reads[(n, i)] = chosen
                 for child in set(op.children):
-                    readers.setdefault(child, []).append(chosen)
-                    ways_of.setdefault(child, []).append((i, chosen))
+                    readers.setdefault(child, []).append((i, chosen))
             for child, ways in readers.items():
-                needed[child].append(pulp.lpSum(ways))
-                reads[child].append([(float(ops[i].children.count(child)), v) for i, v in ways_of[child]])
+                needed[child].append(pulp.lpSum(v for _, v in ways))
+                reads[child].append([(float(ops[i].children.count(child)), v) for i, v in ways])
         for n in range(inst.size):
             ways = [self.choose[(n, i)] for i in range(len(inst.ops[n])) if (n, i) in self.choose]
             supply = pulp.lpSum(ways)
