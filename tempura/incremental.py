@@ -56,6 +56,52 @@ RULE_METHOD = {r.name: r.method for r in RULES}
 
 
 @dataclass(frozen=True)
+class CommittedState:
+    """A state an earlier run saved: its id, the time point it was saved at, and its
+    :attr:`~tempura.tvr.plan.KeptState.key`."""
+
+    id: str
+    produced_at: int
+    key: str
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Re-planning a cycle whose time points before ``floor`` are committed: new work runs at
+    ``floor`` or later, and ``states`` saved before it may be read at the cost of a read."""
+
+    floor: int
+    states: tuple[CommittedState, ...] = ()
+
+
+def template_signatures(memo: Memo, groups: int) -> dict[int, str]:
+    """A signature of each of the first ``groups`` groups that two plannings of one query agree
+    on: a digest of the group's first expression, its inputs replaced by their signatures. A
+    state's key pairs its TVR form with its template group's signature, so a later planning finds
+    the same relation even where it numbers groups differently."""
+    import hashlib
+
+    out: dict[int, str] = {}
+
+    def sign(group: int, active: frozenset[int]) -> str:
+        group = memo.find(group)
+        made = out.get(group)
+        if made is not None:
+            return made
+        if group in active:
+            return "cycle"
+        expr = memo.group(group).exprs[0]
+        inputs = [sign(c.group, active | {group}) for c in expr.inputs if isinstance(c, GroupRef)]
+        text = f"{expr.operator}|{expr.details()}|{','.join(inputs)}|{','.join(memo.group(group).schema.names)}"
+        made = out[group] = hashlib.sha1(text.encode()).hexdigest()[:16]
+        return made
+
+    for g in range(groups):
+        sign(g, frozenset())
+    return out
+
+
+@dataclass(frozen=True)
 class Arrival:
     """What the planner needs of the arrival model."""
 
@@ -94,6 +140,7 @@ class IncrementalPlanner(Planner):
         join_orders: str = "auto",
         copy: bool = True,
         mqo: MqoOptions | None = None,
+        resume: Resume | None = None,
     ) -> MultiTimePlan:
         """The cheapest plan of ``query`` over ``time_points`` with the rules of ``method``.
 
@@ -110,13 +157,17 @@ class IncrementalPlanner(Planner):
 
         ``mqo`` says how the kept states are chosen (:mod:`tempura.mqo`): by default the greedy,
         or the ILP when the instance is small enough; ``selector="off"`` keeps the search's own
-        plan, which shares nothing between consumers."""
+        plan, which shares nothing between consumers.
+
+        ``resume`` re-plans a cycle whose first time points are committed (:class:`Resume`): the
+        plan runs from ``resume.floor`` on, delivers only from there, and may read the committed
+        states at the cost of a read."""
         with gc_paused():
             return self._plan_standing(query, sql, time_points, objective, method, disabled, output, join_orders, copy,
-                                       mqo or MqoOptions())
+                                       mqo or MqoOptions(), resume or Resume(1))
 
     def _search(self, query: Query, time_points: TimePoints, objective: Objective, method: str, disabled: Iterable[str],
-                output: str, join_orders: str, copy: bool) -> _Searched:
+                output: str, join_orders: str, copy: bool, resume: Resume | None = None) -> _Searched:
         """Steps 1–3: the template, its expansion over time, and the memo search per delivery."""
         if output not in ("snapshot", "delta"):
             raise TempuraError(f"unknown output mode '{output}' (known: snapshot, delta)")
@@ -136,23 +187,29 @@ class IncrementalPlanner(Planner):
         if join_orders == "best" or (join_orders == "auto" and memo.size()[1] > JOIN_ORDER_LIMIT):
             memo, root = self._best_order(memo, root, off_classic)
         template = memo.size()
+        signatures = template_signatures(memo, template[0])
         templated = time.perf_counter()
         expansion = Expansion(memo, time_points.k, rules_for(method, tvr_off), lambda scan: self.arrival.insert_only(scan.table), root,
                               forced=None if method in ("auto", "batch") else method, copy=copy)
         roots: dict[int, int] = {}
+        floor = resume.floor if resume is not None else 1
         for v in time_points.deliver:
+            if v < floor:
+                continue
             ref = expansion.ss(root, v) if output == "snapshot" else expansion.sd(root, v)
             if ref is None:
                 raise TempuraError(f"no rule of method {method} computes the query's {output} at t{v}")
             roots[v] = ref.group
         expanded = time.perf_counter()
-        implementer = TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic))
+        committed = _committed_groups(memo, expansion, signatures, resume)
+        implementer = TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic),
+                                       floor, {g: t for g, (t, _) in committed.items()})
         search = Search(memo, implementer)
         for v, group in roots.items():
             if search.optimize(group, Props(time=v)) is None:
                 raise TempuraError(f"no plan delivers the result at t{v} with method {method} and the rules disabled")
         searched = time.perf_counter()
-        return _Searched(memo, expansion, implementer, search, roots, template[0],
+        return _Searched(memo, expansion, implementer, search, roots, template[0], signatures, committed,
                          {"template_seconds": templated - started, "expand_seconds": expanded - templated,
                           "search_seconds": searched - expanded}, started)
 
@@ -177,12 +234,16 @@ class IncrementalPlanner(Planner):
         join_orders: str,
         copy: bool,
         mqo: MqoOptions,
+        resume: Resume,
     ) -> MultiTimePlan:
-        found = self._search(query, time_points, objective, method, disabled, output, join_orders, copy)
+        found = self._search(query, time_points, objective, method, disabled, output, join_orders, copy, resume)
         memo, expansion, roots, search = found.memo, found.expansion, found.roots, found.search
+        if not roots:
+            raise TempuraError(f"nothing to plan: every delivery is before t{resume.floor}")
         searched = time.perf_counter()
         chooser, selection = self._choose_states(found, objective, mqo)
-        extractor = Extractor(memo, chooser, expansion, self.costs.state_write, self.costs.state_read, objective)
+        extractor = Extractor(memo, chooser, expansion, self.costs.state_write, self.costs.state_read, objective,
+                              found.signatures, {(g, t): i for g, (t, i) in found.committed.items()})
         columns = list(query.plan.schema.names) + ([MULT] if output == "delta" else [])
         delivered = {v: extractor.deliver(group, v, columns).id for v, group in roots.items()}
         fragments = extractor.ordered()
@@ -202,6 +263,8 @@ class IncrementalPlanner(Planner):
             output=output,
             selector=selection.selector if selection is not None else "off",
             state_budget=mqo.budget,
+            floor=resume.floor,
+            inputs=sorted(extractor.inputs),
             search={
                 "template_groups": found.template_groups,
                 "groups": groups,
@@ -262,6 +325,8 @@ class _Searched:
     search: Search
     roots: dict[int, int]  # delivery time point -> root group
     template_groups: int
+    signatures: dict[int, str]  # template group -> signature
+    committed: dict[int, tuple[int, str]]  # group -> (time point, id) of a committed state
     seconds: dict[str, float]
     started: float
 
@@ -298,8 +363,13 @@ class Extractor:
     the fragments that load it. Everything else is computed inside the fragment that reads it,
     once per reader, as the costs assume."""
 
-    def __init__(self, memo: Memo, chooser: Chooser, expansion: Expansion, save: Callable[[RelStats], object], load: Callable[[RelStats], object], objective: Objective) -> None:
+    def __init__(self, memo: Memo, chooser: Chooser, expansion: Expansion, save: Callable[[RelStats], object], load: Callable[[RelStats], object], objective: Objective,
+                 signatures: dict[int, str] | None = None, committed: dict[tuple[int, int], str] | None = None) -> None:
         self.memo = memo
+        self.committed = dict(committed or {})  # (group, time point) -> id of a state saved by an earlier run
+        self.inputs: set[str] = set()  # the committed states the plan reads
+        signatures = signatures or {}
+        self._keys = {self.memo.find(g): f"{f}|{signatures[t]}" for (t, f), g in expansion._forms.items() if t in signatures}
         self.chooser = chooser
         self.expansion = expansion
         self.save = save
@@ -362,10 +432,11 @@ class Extractor:
     def _keep(self, producer: Fragment, group: int) -> KeptState:
         if producer.keeps is None:
             stats = self.memo.group(group).stats
-            producer.keeps = f"s{len(self.states) + 1}"
+            taken = set(self.states) | set(self.committed.values())
+            producer.keeps = next(f"s{n}" for n in range(len(self.states) + 1, len(taken) + 2) if f"s{n}" not in taken)
             producer.cost = producer.cost + CostVector.at(producer.time, self.save(stats), self.objective)  # type: ignore[arg-type]
             self.states[producer.keeps] = KeptState(producer.keeps, producer.time, [], [], stats.rows, stats.bytes, producer.form,
-                                                   producer.id)
+                                                   producer.id, self._keys.get(self.memo.find(group), ""))
         return self.states[producer.keeps]
 
     def _build(self, handle: Hashable, into: _Building, hints: dict[LogicalPlan, JoinHint], lines: list[str], depth: int) -> LogicalPlan:
@@ -373,6 +444,13 @@ class Extractor:
         pick = self.chooser.pick(handle)
         stats = self.memo.group(group).stats
         self.used.add(group)
+        if pick.alternative is None and (self.memo.find(pick.group), pick.kept_at) in self.committed:
+            state_id = self.committed[(self.memo.find(pick.group), pick.kept_at)]
+            self.inputs.add(state_id)
+            into.states.add(state_id)
+            into.cost = into.cost + CostVector.at(into.time, self.load(stats), self.objective)  # type: ignore[arg-type]
+            lines.append(f"{'  ' * depth}LoadState {state_id} (committed at t{pick.kept_at}) rows={stats.rows:.4g}")
+            return StateRead(state_id, tuple(self.memo.group(pick.group).schema.fields)).lower([])
         if pick.alternative is None:
             producer = self._producer(pick.group, pick.kept_at)
             state = self._keep(producer, pick.group)
@@ -411,8 +489,25 @@ class Extractor:
         graph.add_nodes_from(by_id)
         for f in by_id.values():
             for s in f.states:
-                graph.add_edge(producers[s], f.id)
+                if s in producers:  # else a committed state, saved by an earlier run
+                    graph.add_edge(producers[s], f.id)
         return [by_id[i] for i in nx.lexicographical_topological_sort(graph, key=lambda i: (by_id[i].time, int(i[1:])))]
+
+
+def _committed_groups(memo: Memo, expansion: Expansion, signatures: dict[int, str], resume: Resume | None) -> dict[int, tuple[int, str]]:
+    """The groups of the committed states this planning can read: group -> (time point, id)."""
+    if resume is None or not resume.states:
+        return {}
+    template = {sig: t for t, sig in signatures.items()}
+    forms = {(memo.find(t), str(f)): memo.find(g) for (t, f), g in expansion._forms.items()}
+    out: dict[int, tuple[int, str]] = {}
+    for state in sorted(resume.states, key=lambda s: s.produced_at):
+        form, _, sig = state.key.partition("|")
+        t = template.get(sig)
+        group = forms.get((memo.find(t), form)) if t is not None else None
+        if group is not None and state.produced_at < resume.floor:
+            out[group] = (state.produced_at, state.id)
+    return out
 
 
 FORCED = tuple(m for m in METHODS if m != "auto")
@@ -429,6 +524,7 @@ def plan_methods(
     output: str = "snapshot",
     mqo: MqoOptions | None = None,
     errors: dict[str, TempuraError] | None = None,
+    resume: Resume | None = None,
 ) -> dict[str, MultiTimePlan]:
     """Plans of ``query`` under each of ``methods``, side by side, their states chosen by ``mqo``.
     ``auto``'s is the best of its own search and every forced method's plan (:func:`best_of`), so
@@ -439,7 +535,8 @@ def plan_methods(
     errors = {} if errors is None else errors
     for method in dict.fromkeys([*(m for m in FORCED if m in wanted or "auto" in wanted), *wanted]):
         try:
-            plans[method] = planner.plan_standing(query, sql, time_points, objective, method, disabled, output, mqo=mqo)
+            plans[method] = planner.plan_standing(query, sql, time_points, objective, method, disabled, output, mqo=mqo,
+                                                  resume=resume)
         except TempuraError as error:
             errors[method] = error
     if "auto" in plans:
@@ -459,4 +556,4 @@ def best_of(plans: dict[str, MultiTimePlan]) -> MultiTimePlan:
     return min(plans.values(), key=lambda p: (round(p.cost.weighted, 3), round(p.cost.work, 3), order.index(p.method) if p.method in order else 0))
 
 
-__all__ = ["FORCED", "Arrival", "Extractor", "IncrementalPlanner", "best_of", "plan_methods", "rule_names"]
+__all__ = ["FORCED", "Arrival", "CommittedState", "Extractor", "Resume", "IncrementalPlanner", "best_of", "plan_methods", "rule_names"]

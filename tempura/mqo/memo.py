@@ -128,10 +128,16 @@ class MemoInstance:
         return node
 
     def _keep_times(self, key: NodeKey) -> list[int]:
-        first = self.implementer.available(key.group)
+        imp = self.implementer
+        first = max(imp.available(key.group), imp.floor)
         if self.all_times:
-            return list(range(first, key.props.time + 1))
-        return keep_times(first, self.objective.weights, key.props.time)
+            times = list(range(first, key.props.time + 1))
+        else:
+            times = keep_times(first, self.objective.weights, key.props.time) if first <= key.props.time else []
+        kept = imp.committed_at(key.group)
+        if kept is not None and kept < imp.floor:
+            times.insert(0, kept)  # a committed state: saved already, read at the cost of a read
+        return times
 
     def _op(self, alt: Alternative, required: Props) -> tuple[Op, Alternative] | None:
         children: list[int] = []
@@ -161,6 +167,8 @@ class MemoInstance:
             return None
         stats = self.memo.group(group).stats
         save = CostVector.at(kept_at, self.implementer.costs.state_write(stats), self.objective).total
+        if kept_at < self.implementer.floor:
+            save = 0.0  # committed: saved by an earlier run
         made = self._candidates[(group, kept_at)] = self.instance.add_candidate(
             Candidate(node, kept_at, save, stats.bytes, f"G{group} kept at t{kept_at}"))
         self.candidate_keys.append((group, kept_at))

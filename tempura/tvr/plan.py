@@ -81,6 +81,7 @@ class KeptState:
     bytes: float
     form: str
     produced_by: str = ""  # the fragment that computes and saves it
+    key: str = ""  # what it holds, comparable across plannings of the query ("form|signature"; "" if unknown)
 
     @property
     def last_read(self) -> int:
@@ -97,6 +98,7 @@ class KeptState:
             "estimated_rows": self.rows,
             "estimated_bytes": self.bytes,
             "form": self.form,
+            "key": self.key,
         }
 
 
@@ -118,6 +120,8 @@ class MultiTimePlan:
     output: str = "snapshot"  # or "delta": each delivery is SD[v-1,v] with the multiplicity column
     selector: str = "off"  # what chose the kept states: greedy, ilp, or off (the search's own plan)
     state_budget: float | None = None  # the most bytes of states alive at once the plan was held to
+    floor: int = 1  # the first time point it plans (earlier ones were run by an earlier plan)
+    inputs: list[str] = field(default_factory=list)  # states saved before ``floor`` that it reads
 
     def peak_state_bytes(self) -> float:
         """The most estimated bytes of kept states alive at one time point (a state lives from
@@ -167,6 +171,8 @@ class MultiTimePlan:
             "state_budget_bytes": self.state_budget,
             "peak_state_bytes": self.peak_state_bytes(),
             "deliveries": {str(t): fid for t, fid in self.deliveries.items()},
+            "floor": self.floor,
+            "inputs": list(self.inputs),
             "notes": list(self.notes),
             "search": dict(self.search),
         }

@@ -38,6 +38,7 @@ from tempura.stats.relation import RelStats
 from tempura.tvr.operators import SourceRead
 
 LOAD = "LoadState"
+COMMITTED = "CommittedState"
 
 
 def _any(_delivered: list[Props]) -> Props:
@@ -47,11 +48,17 @@ def _any(_delivered: list[Props]) -> Props:
 class TimedImplementer:
     """Alternatives with execution times and cost vectors, plus the ``load`` enforcer."""
 
-    def __init__(self, memo: Memo, costs: SparkCosts, objective: Objective, inner: SparkImplementer) -> None:
+    def __init__(self, memo: Memo, costs: SparkCosts, objective: Objective, inner: SparkImplementer,
+                 floor: int = 1, committed: dict[int, int] | None = None) -> None:
         self.memo = memo
         self.costs = costs
         self.objective = objective
         self.inner = inner
+        # Re-planning a cycle whose time points before ``floor`` are committed: no work runs
+        # before ``floor``, and ``committed`` (group -> time point) are states saved then, which
+        # cost only a read.
+        self.floor = floor
+        self.committed = dict(committed or {})
         self._available: dict[int, int] = {}
         # the Spark alternatives of an expression do not depend on time: derive them once
         self._untimed: dict[tuple[int, LogicalPlan, Props], Sequence[Alternative]] = {}
@@ -64,6 +71,8 @@ class TimedImplementer:
         time = required.time
         if time < self.available(group.id):
             return []
+        if time < self.floor:
+            return self._committed(group, expr, required)
         timed = self._timed.get((group.id, expr, required))
         if timed is not None:
             return timed
@@ -81,7 +90,7 @@ class TimedImplementer:
 
     def enforce(self, group: Group, required: Props) -> Sequence[Alternative]:
         time = required.time
-        if time < self.available(group.id):
+        if time < self.available(group.id) or time < self.floor:
             return []
         out = [self._at(a, time) for a in self.inner.enforce(group, required.at(0))]
         if required.is_any and self.keepable(group):
@@ -108,12 +117,30 @@ class TimedImplementer:
             alt.passthrough,
         )
 
+    def committed_at(self, group: int) -> int | None:
+        """The time point a committed state of ``group`` was saved at, if there is one."""
+        return self.committed.get(self.memo.find(group))
+
+    def _committed(self, group: Group, expr: LogicalPlan, required: Props) -> list[Alternative]:
+        """Before the floor, only a committed state exists: once per group, at its time point,
+        at no cost (its cost was paid when it was saved)."""
+        if self.committed_at(group.id) != required.time or not required.is_any or expr is not group.exprs[0]:
+            return []
+        return [Alternative(COMMITTED, f"saved at t{required.time}", (), CostVector.zero(self.objective).with_rows(group.stats.rows),  # type: ignore[arg-type]
+                            _any, None, None, "committed-state")]
+
     def _loads(self, group: Group, time: int) -> list[Alternative]:
         stats = group.stats
         save, load = self.costs.state_write(stats), self.costs.state_read(stats)
         out = []
-        for earlier in range(self.available(group.id), time):
+        kept = self.committed_at(group.id)
+        earlier_times = list(range(max(self.available(group.id), self.floor), time))
+        if kept is not None and kept < self.floor:
+            earlier_times.insert(0, kept)
+        for earlier in earlier_times:
             own = CostVector.at(earlier, save, self.objective) + CostVector.at(time, load, self.objective)
+            if earlier < self.floor:
+                own = CostVector.at(time, load, self.objective)
             out.append(
                 Alternative(LOAD, f"saved at t{earlier}", ((group.id, NO_PROPS.at(earlier)),), own.with_rows(stats.rows),  # type: ignore[arg-type]
                             _any, None, None, "load-state", enforcer=True)
