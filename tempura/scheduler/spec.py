@@ -59,6 +59,8 @@ _SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**1
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _DURATION_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_JOB_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_TIME_OF_DAY = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
 
 
 class SpecError(TempuraError):
@@ -161,9 +163,11 @@ class _Strict(BaseModel):
 
 
 class ArrivalColumn(_Strict):
-    """``arrival``: the column holding each row's arrival time."""
+    """``arrival``: the column holding each row's arrival time (``column``), or ``by: file``: a
+    file's rows arrive at the first time point at which tempura finds the file."""
 
-    column: Text
+    column: Text | None = None
+    by: Literal["file"] | None = None
 
 
 class ChangeColumns(_Strict):
@@ -243,15 +247,31 @@ def _deliver(raw: object) -> object:
     raise ValueError("must be last, every, or a list of 1-based time point indices")
 
 
-class ScheduleSpec(_Strict):
-    """``schedule``: explicit time points (``at``) or ``start`` + ``i`` × ``every``, and which
-    time points deliver a result."""
+class RangeSpec(_Strict):
+    """``range``: a periodic range query; each time point's result covers the rows that arrived
+    in the last ``length`` (``(t - length, t]``), and the window moves by ``slide``."""
 
-    at: tuple[TimePointValue, ...] | None = None
+    length: Duration
+    slide: Duration
+
+
+def _at_value(raw: object) -> object:
+    if isinstance(raw, str) and _TIME_OF_DAY.fullmatch(raw.strip()):
+        return raw.strip()
+    return parse_time_value(raw)
+
+
+class ScheduleSpec(_Strict):
+    """``schedule``: explicit time points (``at``: values, or times of day repeated daily from
+    ``start``'s date) or ``start`` + ``i`` × ``every`` for ``points`` time points per cycle, which
+    time points deliver a result, and an optional periodic ``range``."""
+
+    at: tuple[Annotated[TimeValue | str, BeforeValidator(_at_value)], ...] | None = None
     start: TimePointValue | None = None
     every: Duration | None = None
     points: Annotated[int, Field(ge=1)] | None = None
     deliver: Annotated[Literal["last", "every"] | tuple[int, ...], BeforeValidator(_deliver)] = "last"
+    range: RangeSpec | None = None
 
 
 class ObjectiveSpec(_Strict):
@@ -261,6 +281,13 @@ class ObjectiveSpec(_Strict):
     weights: tuple[NonNegative, ...] | None = None
 
 
+def _job_name(name: str) -> str:
+    _non_empty(name)
+    if not _JOB_NAME.fullmatch(name):
+        raise ValueError(f"'{name}' is not a name of letters, digits, '_', '-' and '.' (it names the job's folder)")
+    return name
+
+
 def _dialect(name: str) -> str:
     known = sorted(d.value for d in Dialects if d.value)
     if name.lower() not in known:
@@ -268,10 +295,42 @@ def _dialect(name: str) -> str:
     return name.lower()
 
 
+class OutputSpec(_Strict):
+    """``output``: where delivered results go. ``snapshot`` replaces the folder with each
+    delivery; ``delta`` appends each delivery's change (with the multiplicity column ``__m``) as
+    one ``cycle=…/time_point=…`` partition."""
+
+    path: Text
+    format: Format = "parquet"
+    mode: Literal["snapshot", "delta"] = "snapshot"
+
+
+class SparkSpec(_Strict):
+    """``spark``: the master URL (default ``local[*]``, or ``TEMPURA_SPARK_MASTER``) and any
+    Spark settings."""
+
+    master: Text | None = None
+    conf: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
+
+
+def _hook_target(text: str) -> str:
+    module, _, function = text.partition(":")
+    if not module or not function or not all(part.isidentifier() for part in [*module.split("."), function]):
+        raise ValueError(f"'{text}' is not 'package.module:function'")
+    return text
+
+
+class HooksSpec(_Strict):
+    """``hooks``: ``on_run`` names a function (``package.module:function``) called with each
+    committed time point's run summary."""
+
+    on_run: Annotated[str, AfterValidator(_hook_target)] | None = None
+
+
 class SpecFile(_Strict):
     """The whole spec file, as validated."""
 
-    name: Text
+    name: Annotated[str, AfterValidator(_job_name)]
     query: Text | None = None
     query_file: Text | None = None
     dialect: Annotated[str, AfterValidator(_dialect)] = "spark"
@@ -279,6 +338,10 @@ class SpecFile(_Strict):
     schedule: ScheduleSpec
     objective: ObjectiveSpec = ObjectiveSpec(preset="deadline")
     state_budget: Size | None = None
+    late: Literal["reject", "next"] = "reject"
+    output: OutputSpec | None = None
+    spark: SparkSpec = SparkSpec()
+    hooks: HooksSpec = HooksSpec()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,6 +362,7 @@ def load_spec(path: str | Path) -> StandingQuery:
     points = _check_schedule(document, model.schedule)
     _check_objective(document, model.objective, points.k)
     _check_expected(document, model, points.k)
+    _check_paths(document, model)
     budget_key = _located(document, ("state_budget",), "").removesuffix(": ") if model.state_budget is not None else None
     return StandingQuery(model, document.path, _query_text(document, model), budget_key)
 
@@ -381,10 +445,14 @@ def _check_sources(document: YamlDocument, model: SpecFile) -> None:
 
 
 def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpec) -> None:
+    if (source.arrival.column is None) == (source.arrival.by is None):
+        _fail(document, ("sources", name, "arrival"), "give either 'column' (each row's arrival time) or 'by: file'")
+    if source.arrival.by == "file" and source.changes is not None:
+        _fail(document, ("sources", name, "changes"), "change data needs each change's time: give 'arrival: {column: …}'")
     if source.schema_ is None:
         return
     declared = {column.lower() for column in source.schema_}
-    used = [(("arrival", "column"), source.arrival.column)]
+    used = [(("arrival", "column"), source.arrival.column)] if source.arrival.column is not None else []
     if source.changes is not None:
         used.append((("changes", "op_column"), source.changes.op_column))
     for key, column in used:
@@ -393,7 +461,7 @@ def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpe
 
 
 def _check_schedule(document: YamlDocument, schedule: ScheduleSpec) -> TimePoints:
-    values = _schedule_values(document, schedule)
+    origin, values = _first_cycle(document, schedule)
     key: KeyPath = ("schedule", "at") if schedule.at is not None else ("schedule", "start")
     kinds = {_time_kind(v) for v in values}
     if len(kinds) > 1:
@@ -409,24 +477,89 @@ def _check_schedule(document: YamlDocument, schedule: ScheduleSpec) -> TimePoint
             _fail(document, ("schedule", "deliver"), message)
     if len(set(deliver)) != len(deliver):
         _fail(document, ("schedule", "deliver"), "lists an index twice")
+    _check_range(document, schedule, values)
     return TimePoints(values, deliver)
 
 
-def _schedule_values(document: YamlDocument, schedule: ScheduleSpec) -> tuple[TimeValue, ...]:
-    generated = (schedule.start, schedule.every, schedule.points)
+def _first_cycle(document: YamlDocument, schedule: ScheduleSpec) -> tuple[TimeValue | None, tuple[TimeValue, ...]]:
+    """The first cycle's origin and time points, each rule of the schedule's shape checked."""
     if schedule.at is not None:
-        if any(part is not None for part in generated):
-            _fail(document, ("schedule", "at"), "give either 'at' or 'start', 'every' and 'points', not both")
         if not schedule.at:
             _fail(document, ("schedule", "at"), "needs at least one time point")
-        return schedule.at
-    if schedule.start is None or schedule.every is None or schedule.points is None:
-        missing = [k for k, v in zip(("start", "every", "points"), generated) if v is None]
+        clock = [isinstance(v, str) for v in schedule.at]
+        if any(clock) and not all(clock):
+            _fail(document, ("schedule", "at"), "give all time points as times of day (\"06:00\") or none")
+        if schedule.every is not None:
+            _fail(document, ("schedule", "every"), "give either 'at' or 'every', not both")
+        if all(clock):
+            if schedule.start is None:
+                _fail(document, ("schedule",), "times of day need 'start': the first day of the daily cycle")
+            if schedule.points is not None and schedule.points != len(schedule.at):
+                _fail(document, ("schedule", "points"), f"{schedule.points} points, but 'at' lists {len(schedule.at)}")
+            for i, text in enumerate(schedule.at):
+                try:
+                    _time_of_day(str(text))
+                except ValueError as exc:
+                    _fail(document, ("schedule", "at", i), str(exc))
+        elif schedule.start is not None or schedule.points is not None:
+            _fail(document, ("schedule", "at"), "give either 'at' or 'start', 'every' and 'points', not both")
+    elif schedule.start is None or schedule.points is None or (schedule.every is None and schedule.range is None):
+        generated = {"start": schedule.start, "every": schedule.every or (schedule.range and schedule.range.slide),
+                     "points": schedule.points}
+        missing = [k for k, v in generated.items() if v is None]
         _fail(document, ("schedule",), f"give 'at', or 'start', 'every' and 'points' (missing: {', '.join(missing)})")
     try:
-        return generate_time_points(schedule.start, schedule.every, schedule.points)
+        found = cycle_values(schedule, 0)
     except ValueError as exc:
-        _fail(document, ("schedule", "every"), str(exc))
+        _fail(document, ("schedule", "every") if schedule.every is not None else ("schedule", "range", "slide"), str(exc))
+    assert found is not None
+    return found
+
+
+def _check_range(document: YamlDocument, schedule: ScheduleSpec, values: tuple[TimeValue, ...]) -> None:
+    window = schedule.range
+    if window is None:
+        return
+    if schedule.at is not None:
+        _fail(document, ("schedule", "range"), "a range query's time points are 'start' plus multiples of its slide: give 'start' and 'points', not 'at'")
+    if schedule.every is not None and schedule.every != window.slide:
+        _fail(document, ("schedule", "range", "slide"), f"the window slides by 'every' ({schedule.every}); give one of them, or the same value")
+    if isinstance(values[0], (dt.date, dt.datetime)) != isinstance(window.length, dt.timedelta):
+        _fail(document, ("schedule", "range", "length"), "a window over timestamps or dates is a duration; over numbers, a number")
+    if window.length < window.slide:  # type: ignore[operator]
+        _fail(document, ("schedule", "range", "length"), f"the window ({window.length}) is shorter than its slide ({window.slide})")
+
+
+def _time_of_day(text: str) -> dt.timedelta:
+    """``"06:00"`` as the time since midnight; ``"24:00"`` is the next midnight."""
+    match = _TIME_OF_DAY.fullmatch(text)
+    if match is None:
+        raise ValueError(f"'{text}' is not a time of day such as 06:00")
+    hours, minutes, seconds = int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    offset = dt.timedelta(hours=hours, minutes=minutes, seconds=seconds)
+    if minutes > 59 or seconds > 59 or offset > dt.timedelta(hours=24) or hours > 24:
+        raise ValueError(f"'{text}' is not a time of day between 00:00 and 24:00")
+    return offset
+
+
+def cycle_values(schedule: ScheduleSpec, n: int) -> tuple[TimeValue | None, tuple[TimeValue, ...]] | None:
+    """Cycle ``n``'s origin ``t_0`` (rows arriving at or before it belong to earlier cycles;
+    ``None``: no earlier cycle) and its time points; ``None`` when the schedule has no cycle
+    ``n`` (explicit ``at`` values make one cycle)."""
+    if schedule.at is not None:
+        if not all(isinstance(v, str) for v in schedule.at):
+            return (None, tuple(schedule.at)) if n == 0 else None  # type: ignore[arg-type]
+        assert schedule.start is not None
+        day = schedule.start.date() if isinstance(schedule.start, dt.datetime) else schedule.start
+        if not isinstance(day, dt.date):
+            raise ValueError("times of day need a date or timestamp 'start'")
+        midnight = dt.datetime.combine(day + dt.timedelta(days=n), dt.time())
+        return midnight, tuple(midnight + _time_of_day(str(v)) for v in schedule.at)
+    step = schedule.every if schedule.every is not None else (schedule.range.slide if schedule.range else None)
+    assert schedule.start is not None and schedule.points is not None and step is not None
+    values = generate_time_points(schedule.start, step, (n + 1) * schedule.points)
+    origin = values[n * schedule.points - 1] if n else schedule.start
+    return origin, values[n * schedule.points:]
 
 
 def generate_time_points(start: TimeValue, every: dt.timedelta | int, points: int) -> tuple[TimeValue, ...]:
@@ -481,6 +614,26 @@ def _check_expected(document: YamlDocument, model: SpecFile, k: int) -> None:
             )
 
 
+def _check_paths(document: YamlDocument, model: SpecFile) -> None:
+    """Local paths stay inside the spec's folder (the project), so a spec cannot read or replace
+    files elsewhere; URIs (``s3a://``, ``hdfs://``) are the cluster's business."""
+    folder = document.path.resolve().parent
+    paths: list[tuple[KeyPath, str]] = [(("sources", name, "path"), source.path) for name, source in model.sources.items()]
+    if model.query_file is not None:
+        paths.append((("query_file",), model.query_file))
+    if model.output is not None:
+        paths.append((("output", "path"), model.output.path))
+    for key, path in paths:
+        if "://" in path:
+            continue
+        local = path.removeprefix("file:") if path.startswith("file:") else path
+        resolved = (folder / local).resolve()
+        if resolved != folder and folder not in resolved.parents:
+            _fail(document, key, f"'{path}' is outside the spec's folder {folder}: keep a job's files inside its folder")
+        if key[-1] == "path" and key[0] == "output" and resolved == folder:
+            _fail(document, key, "the output folder cannot be the spec's own folder")
+
+
 def _query_text(document: YamlDocument, model: SpecFile) -> str:
     if model.query is not None:
         return model.query
@@ -503,6 +656,25 @@ def _query_text(document: YamlDocument, model: SpecFile) -> str:
 
 def _is_uri(path: str) -> bool:
     return "://" in path or path.startswith("file:")
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One cycle of a schedule: its index (0-based), its origin ``t_0`` (``None``: the first and
+    only cycle, with no earlier data excluded) and its time points."""
+
+    index: int
+    origin: TimeValue | None
+    time_points: TimePoints
+
+    @property
+    def label(self) -> str:
+        """A name for the cycle's folders: its origin, compact (``20261122T000000``), or its index."""
+        if isinstance(self.origin, dt.datetime):
+            return self.origin.strftime("%Y%m%dT%H%M%S")
+        if isinstance(self.origin, dt.date):
+            return self.origin.strftime("%Y%m%d")
+        return f"{self.index:05d}"
 
 
 @dataclass(frozen=True)
@@ -540,13 +712,21 @@ class StandingQuery:
 
     def time_points(self) -> TimePoints:
         """The cycle's time points, with the indices whose results are delivered."""
-        schedule = self.model.schedule
-        if schedule.at is not None:
-            values = schedule.at
-        else:
-            assert schedule.start is not None and schedule.every is not None and schedule.points is not None
-            values = generate_time_points(schedule.start, schedule.every, schedule.points)
-        return TimePoints(values, _deliver_indices(schedule.deliver, len(values)))
+        return self.cycle(0).time_points  # type: ignore[union-attr]
+
+    def cycle(self, n: int) -> Cycle | None:
+        """Cycle ``n`` (0-based) of the schedule, or ``None`` if the schedule has no such cycle."""
+        found = cycle_values(self.model.schedule, n)
+        if found is None:
+            return None
+        origin, values = found
+        return Cycle(n, origin, TimePoints(values, _deliver_indices(self.model.schedule.deliver, len(values))))
+
+    @property
+    def window(self) -> dt.timedelta | int | None:
+        """A range query's window length, or ``None``."""
+        window = self.model.schedule.range
+        return window.length if window is not None else None
 
     def weights(self) -> tuple[float, ...]:
         """The objective's weight per time point: ``Σ w_i · c_i`` is minimised."""
