@@ -49,6 +49,7 @@ class SourceData:
     op_column: str | None = None
     delete_values: tuple[Any, ...] = ("D",)
     time_values: tuple[Any, ...] = ()
+    hidden: tuple[str, ...] = ()  # further columns a query does not see (change metadata)
 
     def __post_init__(self) -> None:
         columns = {c.lower(): c for c in self.frame.columns}
@@ -74,8 +75,10 @@ class SourceData:
     @property
     def data_columns(self) -> tuple[str, ...]:
         """The columns a query may read, in the frame's order (see the module docstring)."""
-        hidden = {self.op_column, self.arrival_column} if self.is_cdc else set()
-        return tuple(c for c in self.frame.columns if c not in hidden)
+        hidden = {c.lower() for c in self.hidden}
+        if self.is_cdc:
+            hidden |= {self.op_column.lower(), self.arrival_column.lower()}  # type: ignore[union-attr]
+        return tuple(c for c in self.frame.columns if c.lower() not in hidden)
 
     @property
     def k(self) -> int:

@@ -1,0 +1,273 @@
+"""Running one time point of a plan durably: fragments on Spark, states and outputs committed.
+
+:class:`DurableExecutor` runs the fragments a :class:`~tempura.tvr.plan.MultiTimePlan` places at
+time point ``t_i`` of one cycle, over the landed source intervals (:mod:`tempura.runtime.ingest`):
+
+- a **batch** fragment is one Spark SQL job, its join algorithms pinned by hints;
+- a **streaming** fragment reads the interval's delta of each source through Structured
+  Streaming: Spark's file source over the source's landing folder, ``trigger(availableNow=True)``,
+  with its checkpoint under the workdir (one checkpoint version per time point, so a redone time
+  point starts from the last committed one). Each micro-batch is staged, and the fragment's SQL
+  runs over the staged delta;
+- a kept **state** is written as parquet under ``.pending/`` and renamed to
+  ``states/<id>@tNNN/``; later fragments, in this process or a later one, read that folder;
+- a **delivery** is written to the output: a snapshot replaces the output folder (the new one is
+  complete before it is renamed into place), a delta is added as the partition
+  ``cycle=<label>/time_point=NNN``. Without an output in the spec, deliveries go to the cycle's
+  ``results/tNNN/``.
+
+Each fragment is measured (:class:`~tempura.runtime.metrics.Meter`). The caller commits the time
+point by writing its manifest (:mod:`tempura.runtime.store`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from tempura.algebra import Query
+from tempura.errors import ExecutionError
+from tempura.runtime.executor import SparkPlanning, execute, spark_error_message
+from tempura.runtime.files import Files, uri
+from tempura.runtime.ingest import TP, Feed, landing_data
+from tempura.runtime.metrics import Meter, WorkMetrics
+from tempura.runtime.sources import SourceData, register_read, source_delta
+from tempura.runtime.store import JobStore
+from tempura.tvr.plan import Fragment, MultiTimePlan
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class SavedState:
+    """A state saved by a committed time point: the plan's state id, its folder's name under
+    ``states/``, when it was saved, and what it holds."""
+
+    id: str
+    folder: str
+    produced_at: int
+    rows: int
+    bytes: int
+    form: str
+    key: str = ""  # the plan's KeptState.key: what a later planning matches it by
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "folder": self.folder, "produced_at": self.produced_at, "rows": self.rows,
+                "bytes": self.bytes, "form": self.form, "key": self.key}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SavedState:
+        return cls(str(data["id"]), str(data["folder"]), int(data["produced_at"]), int(data["rows"]),
+                   int(data["bytes"]), str(data["form"]), str(data.get("key", "")))
+
+
+@dataclass
+class FragmentRun:
+    """One fragment as it ran: what the plan estimated and what Spark measured."""
+
+    id: str
+    time: int
+    method: str
+    form: str
+    output: str
+    streaming: bool
+    estimated_rows: float
+    estimated_seconds: float
+    metrics: WorkMetrics
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "time": self.time, "method": self.method, "form": self.form, "output": self.output,
+                "streaming": self.streaming, "estimated_rows": self.estimated_rows,
+                "estimated_seconds": self.estimated_seconds, **self.metrics.to_json()}
+
+
+@dataclass
+class OutputTarget:
+    """Where deliveries go: a folder, its format, and ``snapshot`` (replace) or ``delta`` (append)."""
+
+    path: str
+    format: str = "parquet"
+    mode: str = "snapshot"
+
+
+@dataclass
+class TimePointRun:
+    """What running one time point produced."""
+
+    index: int
+    fragments: list[FragmentRun] = field(default_factory=list)
+    saved: dict[str, SavedState] = field(default_factory=dict)
+    delivered: str | None = None  # the folder holding this time point's delivery
+    streams: list[str] = field(default_factory=list)  # checkpoint folders committed with it
+
+    def work(self) -> WorkMetrics:
+        total = WorkMetrics()
+        for f in self.fragments:
+            total = total + f.metrics
+        return total
+
+
+class DurableExecutor:
+    """Runs the time points of one cycle of a standing query."""
+
+    def __init__(self, spark: SparkSession, store: JobStore, cycle: str, feeds: Mapping[str, Feed],
+                 schemas: Mapping[str, StructType], k: int, output: OutputTarget | None = None,
+                 planning: SparkPlanning | None = None) -> None:
+        self.spark = spark
+        self.store = store
+        self.cycle = cycle
+        self.feeds = dict(feeds)
+        self.schemas = dict(schemas)
+        self.k = k
+        self.output = output
+        self.planning = planning or SparkPlanning()
+        self.meter = Meter(spark)
+        self.files = store.files or Files(spark)
+
+    def sources(self, index: int) -> dict[str, SourceData]:
+        """Every source as landed up to interval ``index``."""
+        out = {}
+        for name, feed in self.feeds.items():
+            folders = [uri(self.store.landing_interval(self.cycle, name, i)) for i in range(1, index + 1)]
+            out[name] = landing_data(self.spark, feed, folders, self.schemas[name], self.k)
+        return out
+
+    def run(self, plan: MultiTimePlan, index: int, committed: Mapping[str, SavedState],
+            progress: Callable[[Fragment], None] | None = None) -> TimePointRun:
+        """Run ``plan``'s fragments at ``index``; ``committed``: the states saved before it."""
+        run = TimePointRun(index)
+        sources = self.sources(index)
+        saved = dict(committed)
+        for fragment in plan.at(index):
+            if progress is not None:
+                progress(fragment)
+            run.fragments.append(self._fragment(plan, fragment, index, sources, saved, run))
+        return run
+
+    def _fragment(self, plan: MultiTimePlan, fragment: Fragment, index: int, sources: Mapping[str, SourceData],
+                  saved: dict[str, SavedState], run: TimePointRun) -> FragmentRun:
+        streaming = fragment.method == "streaming"
+        with self.meter.measure(f"{self.cycle} t{index} {fragment.id}") as metrics:
+            for state_id in fragment.states:
+                if state_id not in saved:
+                    raise ExecutionError(f"fragment {fragment.id} reads state {state_id}, which no committed time point saved")
+                folder = self.store.cycle_dir(self.cycle) / "states" / saved[state_id].folder
+                self.spark.read.parquet(uri(folder)).createOrReplaceTempView(state_id)
+            for read in fragment.sources:
+                source = sources.get(read.scan.table)
+                if source is None:
+                    raise ExecutionError(f"the plan reads source '{read.scan.table}', which has no data")
+                if streaming and read.delta and read.start == index - 1 and read.end == index:
+                    source_delta(self._streamed(read.scan.table, index, run), index - 1, index).createOrReplaceTempView(read.view)
+                else:
+                    register_read(self.spark, source, read.start, read.end, read.delta, read.view)
+            frame = execute(Query(fragment.plan, tuple(fragment.plan.schema.names)), self.spark, fragment.hints, self.planning)
+            if fragment.keeps is not None:
+                planned = next((s for s in plan.states if s.id == fragment.keeps), None)
+                state = self._save(fragment, frame, index, planned.key if planned is not None else "")
+                saved[state.id] = run.saved[state.id] = state
+                frame = self.spark.read.parquet(uri(self.store.cycle_dir(self.cycle) / "states" / state.folder))
+            if fragment.delivers:
+                run.delivered = self._deliver(plan, frame, index)
+        if fragment.keeps is not None:
+            metrics.rows_out = run.saved[fragment.keeps].rows
+        elif fragment.delivers:
+            metrics.rows_out = metrics.rows_written
+        return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
+                           fragment.cost.times[index - 1] / 1e9, metrics)
+
+    def _write(self, frame: DataFrame, target: Path | str, fmt: str = "parquet") -> None:
+        from pyspark.errors import PySparkException
+
+        try:
+            frame.write.mode("overwrite").format(fmt).save(uri(target))
+        except PySparkException as error:
+            raise ExecutionError(f"writing {target} failed: {spark_error_message(error)}") from None
+
+    def _save(self, fragment: Fragment, frame: DataFrame, index: int, key: str) -> SavedState:
+        assert fragment.keeps is not None
+        pending = self.store.pending(self.cycle) / "states" / fragment.keeps
+        final = self.store.state_path(self.cycle, fragment.keeps, index)
+        with self.meter.measure(f"save {fragment.keeps}") as written:
+            self._write(frame, pending)
+        self.files.delete(final)
+        self.files.rename(pending, final)
+        return SavedState(fragment.keeps, final.name, index, written.rows_written, self.files.size(final), fragment.form, key)
+
+    def _deliver(self, plan: MultiTimePlan, frame: DataFrame, index: int) -> str:
+        """Write the delivery where it goes; returns the folder holding it."""
+        pending = self.store.pending(self.cycle) / "delivery"
+        target = self.output or OutputTarget(uri(self.store.cycle_dir(self.cycle) / "results"), "parquet", "snapshot")
+        columns = list(plan.query.names) + [c for c in frame.columns[len(plan.query.names):]]
+        named = frame.toDF(*columns)
+        if self.output is None:
+            final: str = uri(self.store.cycle_dir(self.cycle) / "results" / f"t{index:03d}")
+            self._write(named, pending, "parquet")
+            self.files.delete(final)
+            self.files.rename(pending, final)
+            return final
+        if target.mode == "delta":
+            final = f"{uri(target.path).rstrip('/')}/cycle={self.cycle}/time_point={index:03d}"
+            self._write(named, pending, target.format)
+            self.files.delete(final)
+            self.files.rename(pending, final)
+            return final
+        final = uri(target.path)
+        self._write(named, pending, target.format)
+        old = f"{final.rstrip('/')}.replaced-{int(time.time() * 1000)}"
+        if self.files.exists(final):
+            self.files.rename(final, old)
+        self.files.rename(pending, final)
+        self.files.delete(old)
+        return final
+
+    def _streamed(self, source: str, index: int, run: TimePointRun) -> SourceData:
+        """The landing's new rows for ``source``, read by a Structured Streaming query over its
+        landing folder (``availableNow``), from the checkpoint of the last committed time point."""
+        feed = self.feeds[source]
+        schema = self.schemas[source]
+        pending = self.store.pending(self.cycle)
+        checkpoint = pending / "checkpoints" / source
+        staged = pending / "streamed" / source
+        previous = self._last_checkpoint(source, index)
+        self.files.delete(checkpoint)
+        self.files.delete(staged)
+        if previous is not None:
+            self.files.copy(previous, checkpoint)
+        stage_uri = uri(staged)
+
+        def stage(batch: DataFrame, _batch_id: int) -> None:
+            batch.write.mode("append").parquet(stage_uri)
+
+        query = (
+            self.spark.readStream.schema(schema).option("recursiveFileLookup", "true").parquet(uri(self.store.landing(self.cycle, source)))
+            .writeStream.queryName(f"tempura_{source}_{index}").trigger(availableNow=True)
+            .option("checkpointLocation", uri(checkpoint)).foreachBatch(stage).start()
+        )
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise ExecutionError(f"the stream over source '{source}' failed: {spark_error_message(Exception(str(query.exception())))}")
+        final = self.store.checkpoint(self.cycle, source, index)
+        self.files.delete(final)
+        self.files.rename(checkpoint, final)
+        run.streams.append(final.name)
+        frame = (self.spark.read.schema(schema).parquet(stage_uri) if self.files.exists(staged)
+                 else self.spark.createDataFrame([], schema))
+        from pyspark.sql import functions as F
+
+        frame = frame.where(F.col(TP) == index)
+        return SourceData(feed.name, frame, TP, "__op" if feed.deletes else None, ("D",), tuple(range(1, self.k + 1)),
+                          hidden=feed.hidden)
+
+    def _last_checkpoint(self, source: str, index: int) -> Path | None:
+        folder = self.store.cycle_dir(self.cycle) / "checkpoints"
+        best: tuple[int, str] | None = None
+        for name in self.files.children(folder):
+            stream, _, tag = name.rpartition("@t")
+            if stream == source and tag.isdigit() and int(tag) < index and (best is None or int(tag) > best[0]):
+                best = (int(tag), name)
+        return folder / best[1] if best is not None else None

@@ -1,0 +1,105 @@
+"""What a piece of work cost on Spark: wall time, executor CPU time, rows and bytes.
+
+:class:`Meter` tags every Spark job started inside ``with meter.measure(label):`` with a job
+group of its own, then reads the jobs' stages from Spark's status store (the data behind the
+status API and the UI, kept even when the UI is off): executor CPU time, records and bytes read
+from files, bytes written, and shuffle bytes. Work at a time point is the executor CPU time of
+its jobs (ARCHITECTURE.md, *Measuring*); wall time is reported beside it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_groups = itertools.count(1)
+
+
+@dataclass
+class WorkMetrics:
+    """Measured work of one fragment (or of any block of Spark jobs)."""
+
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # executor CPU time
+    run_seconds: float = 0.0  # executor run time (tasks' wall time)
+    jobs: int = 0
+    stages: int = 0
+    rows_in: int = 0  # records read from files and other sources
+    bytes_in: int = 0
+    bytes_out: int = 0  # bytes written to files
+    rows_written: int = 0  # records written to files
+    shuffle_bytes: int = 0  # shuffle bytes written
+    rows_out: int = 0  # rows the work produced (set by the caller that knows them)
+
+    def __add__(self, other: WorkMetrics) -> WorkMetrics:
+        return WorkMetrics(**{k: v + getattr(other, k) for k, v in asdict(self).items()})
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Meter:
+    """Measures blocks of Spark work by job group."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    @contextmanager
+    def measure(self, label: str) -> Iterator[WorkMetrics]:
+        """Measure the Spark jobs started in the block; the yielded metrics are filled in when
+        the block ends."""
+        sc = self.spark.sparkContext
+        group = f"tempura-{next(_groups)}"
+        sc.setJobGroup(group, label, interruptOnCancel=False)
+        metrics = WorkMetrics()
+        started = time.perf_counter()
+        try:
+            yield metrics
+        finally:
+            metrics.wall_seconds = time.perf_counter() - started
+            sc._jsc.clearJobGroup()
+            self._fill(group, metrics)
+
+    def _fill(self, group: str, metrics: WorkMetrics) -> None:
+        sc = self.spark.sparkContext
+        tracker = sc.statusTracker()
+        jobs = tracker.getJobIdsForGroup(group)
+        stage_ids: set[int] = set()
+        for job in jobs:
+            info = tracker.getJobInfo(job)
+            if info is not None:
+                stage_ids.update(info.stageIds)
+        metrics.jobs = len(jobs)
+        try:  # the status store is filled by Spark's listener bus, asynchronously: let it catch up
+            sc._jsc.sc().listenerBus().waitUntilEmpty(10_000)
+        except Exception:
+            pass
+        store = sc._jsc.sc().statusStore()
+
+        def default(n: int) -> Any:
+            return getattr(store, f"stageData$default${n}")()
+
+        for stage in sorted(stage_ids):
+            try:
+                attempts = store.stageData(stage, default(2), default(3), default(4), default(5))
+            except Exception:  # a stage the store no longer holds (past spark.ui.retainedStages)
+                continue
+            found = attempts.iterator()
+            while found.hasNext():
+                data = found.next()
+                if str(data.status().toString()) == "SKIPPED":
+                    continue
+                metrics.stages += 1
+                metrics.cpu_seconds += data.executorCpuTime() / 1e9
+                metrics.run_seconds += data.executorRunTime() / 1e3
+                metrics.rows_in += int(data.inputRecords())
+                metrics.bytes_in += int(data.inputBytes())
+                metrics.bytes_out += int(data.outputBytes())
+                metrics.rows_written += int(data.outputRecords())
+                metrics.shuffle_bytes += int(data.shuffleWriteBytes())
