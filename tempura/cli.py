@@ -438,6 +438,110 @@ def validate(spec: str) -> None:
     click.echo(f"{spec}: ok — {loaded.name}: {len(loaded.sources)} source(s), {tp.k} time point(s), deliver {', '.join(f't{i}' for i in tp.deliver)}")
 
 
+def _spark_for(spec: Any) -> Any:
+    """The session a spec's job runs on: its ``spark`` section (master, settings)."""
+    from tempura.runtime import get_spark
+
+    return get_spark(spec.model.spark.master, dict(spec.model.spark.conf))
+
+
+@main.command("run")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--simulate", is_flag=True, help="Run a whole cycle now, replaying the data's arrival.")
+@click.option("--method", type=click.Choice(METHOD_CHOICES), default="auto", show_default=True,
+              help="Force one incremental method (for comparison).")
+@click.option("--daemon", is_flag=True, help="Keep running: wait for each time point.")
+@click.option("--now", "now_text", default=None, metavar="TIMESTAMP",
+              help="Take this as the current time (ISO), instead of the wall clock.")
+@click.option("--workdir", default=".tempura", show_default=True, help="Where jobs keep states, manifests and history.")
+@user_errors
+def run_command(spec: str, simulate: bool, method: str, daemon: bool, now_text: str | None, workdir: str) -> None:
+    """Run a standing query: the time points due by the clock (then exit; idempotent), a whole
+    cycle now (--simulate), or continuously (--daemon)."""
+    import datetime as dt
+
+    from rich.console import Console
+
+    from tempura.scheduler import load_spec
+    from tempura.scheduler.progress import progress_bars
+    from tempura.scheduler.runner import Runner
+
+    loaded = load_spec(spec)
+    if simulate and daemon:
+        raise click.UsageError("--simulate runs one cycle now; --daemon follows the clock: choose one")
+    try:
+        now = dt.datetime.fromisoformat(now_text) if now_text else None
+    except ValueError:
+        raise click.BadParameter(f"'{now_text}' is not an ISO timestamp", param_hint="--now") from None
+    console = Console(stderr=True)
+    with progress_bars(console) as progress:
+        runner = Runner(loaded, _spark_for(loaded), workdir, method, simulate, progress)
+        if simulate:
+            results = runner.run_cycle()
+        elif daemon:
+            runner.daemon()
+            return
+        else:
+            results = runner.run_due(now)
+    for r in results:
+        if r.skipped:
+            click.echo(f"{r.cycle} t{r.index} ({r.time}): committed already")
+            continue
+        run = r.manifest["run"]
+        click.echo(f"{r.cycle} t{r.index} ({r.time}): {run['method']}, {len(r.manifest['fragments'])} fragment(s), "
+                   f"cpu {run['cpu_seconds']:.2f}s, wall {run['wall_seconds']:.2f}s, {run['rows_landed']} rows landed"
+                   + (f", {run['rejected_rows']} late rows rejected" if run["rejected_rows"] else "")
+                   + (f"; delivered {r.delivered}" if r.delivered else "")
+                   + (f"; {r.reason}" if r.replanned else ""))
+    if not results:
+        click.echo("no time point is due")
+
+
+@main.command("history")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--fragments", is_flag=True, help="Also list every fragment: estimated against measured.")
+@click.option("--simulate", "simulated", default=None, metavar="METHOD", help="Show a simulation's history (of METHOD).")
+@click.option("--workdir", default=".tempura", show_default=True)
+@user_errors
+def history_command(spec: str, fragments: bool, simulated: str | None, workdir: str) -> None:
+    """The run history of a standing query: each committed time point, its work, and whether
+    the plan changed afterwards and why."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from tempura.scheduler import load_spec
+    from tempura.scheduler.history import History
+    from tempura.scheduler.runner import job_folder
+
+    loaded = load_spec(spec)
+    history = History(job_folder(workdir, loaded, simulated) / "history.sqlite")
+    runs = history.runs()
+    if not runs:
+        click.echo(f"{loaded.name}: no committed time point yet")
+        return
+    table = Table(title=f"{loaded.name}: runs")
+    for column in ("cycle", "t", "time", "method", "est. s", "cpu s", "wall s", "rows in", "late", "re-planned"):
+        table.add_column(column)
+    for r in runs:
+        table.add_row(r["cycle"], str(r["time_index"]), r["time_value"], r["method"], f"{r['estimated_seconds']:.3g}",
+                      f"{r['cpu_seconds']:.3g}", f"{r['wall_seconds']:.3g}", str(r["rows_landed"]),
+                      str((r["late_rows"] or 0) + (r["rejected_rows"] or 0)),
+                      (r["reason"] or "") if r["replanned"] else "")
+    console = Console()
+    console.print(table)
+    if fragments:
+        detail = Table(title="fragments: estimated against measured")
+        for column in ("cycle", "t", "fragment", "method", "output", "est. rows", "rows out", "rows in", "est. s", "cpu s",
+                       "wall s", "bytes in", "bytes out"):
+            detail.add_column(column)
+        for f in history.fragments():
+            detail.add_row(f["cycle"], str(f["time_index"]), f["fragment"], f["method"] + (" (stream)" if f["streaming"] else ""),
+                           f["output"], f"{f['estimated_rows']:.4g}", str(f["rows_out"]), str(f["rows_in"]),
+                           f"{f['estimated_seconds']:.3g}", f"{f['cpu_seconds']:.3g}", f"{f['wall_seconds']:.3g}",
+                           str(f["bytes_in"]), str(f["bytes_out"]))
+        console.print(detail)
+
+
 @main.command("plan")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True)

@@ -20,7 +20,7 @@ from tempura.catalog import Catalog
 from tempura.errors import SqlError, TempuraError
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
-from tempura.incremental import Arrival, IncrementalPlanner, plan_methods
+from tempura.incremental import Arrival, IncrementalPlanner, Resume, plan_methods
 from tempura.mqo import BudgetError, MqoOptions
 from tempura.scheduler.spec import StandingQuery
 from tempura.sql import parse_query
@@ -58,7 +58,7 @@ class Prepared:
 def hidden_columns(spec: StandingQuery, table: str) -> set[str]:
     """Columns of ``table`` the query does not see: a CDC source's op and arrival columns."""
     source = spec.sources[table]
-    if source.changes is None:
+    if source.changes is None or source.arrival.column is None:
         return set()
     return {source.changes.op_column.lower(), source.arrival.column.lower()}
 
@@ -92,7 +92,7 @@ def arrival_model(spec: StandingQuery, spark: SparkSession | None) -> tuple[Arri
     for name, source in spec.sources.items():
         if name in model:
             continue
-        if spark is not None:
+        if spark is not None and source.arrival.column is not None:
             frame = spec.catalog().tables[name].reader(spark)
             op = source.changes.op_column if source.changes else None
             deletes = tuple(source.changes.delete_values) if source.changes else ("D",)
@@ -100,7 +100,8 @@ def arrival_model(spec: StandingQuery, spark: SparkSession | None) -> tuple[Arri
         else:
             model = model.with_source(name, SourceArrival.uniform(time_points.k) if source.changes is None
                                       else SourceArrival.from_fractions([1 / time_points.k] * time_points.k, deletes=True))
-            notes.append(f"source '{name}': no expected arrival declared and no data read: assumed evenly spread")
+            why = "arrival by file" if source.arrival.column is None else "no data read"
+            notes.append(f"source '{name}': no expected arrival declared and {why}: assumed evenly spread")
     return model, notes
 
 
@@ -112,6 +113,8 @@ def source_data(spec: StandingQuery, spark: SparkSession) -> dict[str, SourceDat
     values = spec.time_points().values
     out = {}
     for name, source in spec.sources.items():
+        if source.arrival.column is None:
+            raise TempuraError(f"{spec.path}: sources.{name}: arrives by file, so only the runner (tempura run) replays it")
         frame = catalog.tables[name].reader(spark)
         changes = source.changes
         out[name] = SourceData(
@@ -131,6 +134,7 @@ def plan_spec(
     constants: CostConstants | None = None,
     mqo: MqoOptions | None = None,
     errors: dict[str, TempuraError] | None = None,
+    resume: Resume | None = None,
 ) -> dict[str, MultiTimePlan]:
     """Plans of the spec's query under each of ``methods`` (see :func:`plan_methods`), their states
     within the spec's ``state_budget`` unless ``mqo`` gives one. A method with no plan within the
@@ -148,7 +152,7 @@ def plan_spec(
 
     try:
         plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, spec.time_points(), prepared.objective,
-                             list(methods), disabled, output, options, failed)
+                             list(methods), disabled, output, options, failed, resume)
     except TempuraError as error:
         raise located(error, next(iter(failed), "auto")) from None
     if errors is not None:

@@ -1,0 +1,142 @@
+"""The run history of a standing query: an embedded SQLite database under the job's folder.
+
+Three tables:
+
+- ``runs``: one row per committed time point — cycle, index, time value, method of the plan that
+  ran, the plan's estimated cost at that time point, measured wall and executor CPU time, rows
+  landed, and whether the remaining time points were re-planned, with the reason;
+- ``fragments``: per fragment of a run, estimated rows and seconds against measured rows, wall
+  time, CPU time, bytes read and written;
+- ``plans``: each plan the job adopted, with its cost vector and objective, and why.
+
+Rows are written in one transaction per committed time point, after its manifest: if the process
+dies in between, the next run (which finds the time point committed) writes them from the
+manifest, so the history never misses a committed time point.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    cycle TEXT NOT NULL,
+    time_index INTEGER NOT NULL,
+    time_value TEXT NOT NULL,
+    committed_at TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    method TEXT NOT NULL,
+    plan_id TEXT NOT NULL,
+    estimated_seconds REAL,
+    wall_seconds REAL,
+    cpu_seconds REAL,
+    rows_landed INTEGER,
+    late_rows INTEGER,
+    rejected_rows INTEGER,
+    delivered TEXT,
+    replanned INTEGER NOT NULL DEFAULT 0,
+    plan_changed INTEGER NOT NULL DEFAULT 0,
+    reason TEXT,
+    PRIMARY KEY (cycle, time_index)
+);
+CREATE TABLE IF NOT EXISTS fragments (
+    cycle TEXT NOT NULL,
+    time_index INTEGER NOT NULL,
+    fragment TEXT NOT NULL,
+    method TEXT NOT NULL,
+    form TEXT,
+    output TEXT,
+    streaming INTEGER NOT NULL,
+    estimated_rows REAL,
+    estimated_seconds REAL,
+    rows_in INTEGER,
+    rows_out INTEGER,
+    wall_seconds REAL,
+    cpu_seconds REAL,
+    bytes_in INTEGER,
+    bytes_out INTEGER,
+    shuffle_bytes INTEGER,
+    PRIMARY KEY (cycle, time_index, fragment)
+);
+CREATE TABLE IF NOT EXISTS plans (
+    plan_id TEXT PRIMARY KEY,
+    cycle TEXT NOT NULL,
+    from_index INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    cost_vector TEXT NOT NULL,
+    objective REAL NOT NULL,
+    reason TEXT,
+    created_at TEXT NOT NULL
+);
+"""
+
+
+class History:
+    """The SQLite run history at ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path)
+        connection.executescript(SCHEMA)
+        return connection
+
+    def record_plan(self, plan_id: str, cycle: str, from_index: int, method: str, vector: Iterable[float],
+                    objective: float, reason: str, created_at: str) -> None:
+        with closing(self._connect()) as db, db:
+            db.execute("INSERT OR REPLACE INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (plan_id, cycle, from_index, method, json.dumps(list(vector)), objective, reason, created_at))
+
+    def record_run(self, manifest: Mapping[str, Any]) -> None:
+        """Write a committed time point's rows (again, idempotently) from its manifest."""
+        run = manifest["run"]
+        with closing(self._connect()) as db, db:
+            db.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (manifest["cycle"], manifest["index"], str(manifest["time"]), manifest["committed_at"], run["mode"],
+                 run["method"], run["plan_id"], run["estimated_seconds"], run["wall_seconds"], run["cpu_seconds"],
+                 run["rows_landed"], run["late_rows"], run["rejected_rows"], manifest.get("delivered"),
+                 int(run.get("replanned", False)), int(run.get("plan_changed", False)), run.get("reason")),
+            )
+            db.execute("DELETE FROM fragments WHERE cycle = ? AND time_index = ?", (manifest["cycle"], manifest["index"]))
+            db.executemany(
+                "INSERT INTO fragments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(manifest["cycle"], manifest["index"], f["id"], f["method"], f["form"], f["output"], int(f["streaming"]),
+                  f["estimated_rows"], f["estimated_seconds"], f["rows_in"], f["rows_out"], f["wall_seconds"],
+                  f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"]) for f in manifest["fragments"]],
+            )
+
+    def set_replan(self, cycle: str, index: int, changed: bool, reason: str) -> None:
+        with closing(self._connect()) as db, db:
+            db.execute("UPDATE runs SET replanned = 1, plan_changed = ?, reason = ? WHERE cycle = ? AND time_index = ?",
+                       (int(changed), reason, cycle, index))
+
+    def has_run(self, cycle: str, index: int) -> bool:
+        if not self.path.exists():
+            return False
+        with closing(self._connect()) as db:
+            return db.execute("SELECT 1 FROM runs WHERE cycle = ? AND time_index = ?", (cycle, index)).fetchone() is not None
+
+    def runs(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM runs ORDER BY cycle, time_index")
+
+    def fragments(self, cycle: str | None = None) -> list[dict[str, Any]]:
+        if cycle is None:
+            return self._rows("SELECT * FROM fragments ORDER BY cycle, time_index, fragment")
+        return self._rows("SELECT * FROM fragments WHERE cycle = ? ORDER BY time_index, fragment", (cycle,))
+
+    def plans(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM plans ORDER BY created_at, plan_id")
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with closing(self._connect()) as db:
+            db.row_factory = sqlite3.Row
+            return [dict(r) for r in db.execute(sql, params).fetchall()]

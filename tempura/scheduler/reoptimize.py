@@ -1,0 +1,109 @@
+"""The re-optimisation hook's model update: what the committed time points measured, applied to
+the arrival model and the statistics the next planning uses.
+
+For every source the planner needs the rows expected in each interval of the cycle. Before any
+run they are the spec's ``expected: {rows: …}``, or the arrival shares times the table's row
+count. After time points ``1..c`` are committed:
+
+- intervals ``1..c`` have their **measured** rows (and deletions);
+- each later interval keeps its expected rows scaled by ``measured / expected`` over ``1..c``:
+  a source that has delivered ten times what was declared is taken to go on that way;
+- the table's row count for the planner (the cycle's rows) becomes the sum, and the arrival
+  shares those rows over it.
+
+:func:`updated` returns the new model, a table-row lookup for the estimator, and a reason per
+source whose expectation moved by more than :data:`NOTICEABLE`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from tempura.stats.model import ColumnStats, TableStats
+from tempura.tvr.arrival import ArrivalModel, SourceArrival
+
+NOTICEABLE = 0.2  # a change of expected rows by more than this share is reported as a reason to re-plan
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The rows (and deletions among them) one source delivered in each committed interval."""
+
+    rows: tuple[int, ...]
+    deletions: tuple[int, ...]
+
+
+def expected_rows(arrival: SourceArrival, table_rows: float) -> list[float]:
+    """Rows expected per interval: declared counts, or shares of the table's rows."""
+    if arrival.rows is not None and sum(arrival.rows) > 0:
+        return [float(r) for r in arrival.rows]
+    return [f * table_rows for f in arrival.fractions]
+
+
+def updated(model: ArrivalModel, tables: Callable[[str], TableStats], measured: Mapping[str, Measured],
+            declared_rows: Sequence[str] = ()) -> tuple[ArrivalModel, dict[str, float], list[str]]:
+    """The arrival model and cycle row counts after ``measured``, with the reasons they moved.
+
+    ``declared_rows``: sources whose expected rows the spec declares (their table row count is
+    the declared total even before any run)."""
+    out = model
+    rows: dict[str, float] = {}
+    reasons: list[str] = []
+    for source in model.sources:
+        arrival = model.source(source)
+        base = tables(source).rows
+        expected = expected_rows(arrival, base)
+        seen = measured.get(source)
+        if seen is None or not seen.rows:
+            if source in declared_rows:
+                rows[source] = max(1.0, math.fsum(expected))
+            continue
+        c = len(seen.rows)
+        got, wanted = float(sum(seen.rows)), math.fsum(expected[:c])
+        scale = got / wanted if wanted > 0 else 1.0
+        future = [e * scale for e in expected[c:]]
+        per_interval = [float(r) for r in seen.rows] + future
+        total = math.fsum(per_interval)
+        if total <= 0:
+            continue
+        known = arrival.deletions
+        shares = [d / r if r else 0.0 for d, r in zip(seen.deletions, seen.rows)]
+        if known is not None:
+            shares += list(known[c:])
+        else:
+            average = sum(seen.deletions) / got if got else 0.0
+            shares += [average] * (len(expected) - c)
+        out = out.with_source(source, SourceArrival(tuple(r / total for r in per_interval),
+                                                    tuple(min(1.0, max(0.0, s)) for s in shares)))
+        rows[source] = max(1.0, total)
+        if wanted > 0 and abs(scale - 1.0) > NOTICEABLE:
+            reasons.append(f"{source}: {int(got)} rows by t{c}, {wanted:.0f} expected (x{scale:.3g})")
+        elif wanted == 0 and got > 0:
+            reasons.append(f"{source}: {int(got)} rows by t{c}, none expected")
+    return out, rows, reasons
+
+
+def scaled_lookup(tables: Callable[[str], TableStats], rows: Mapping[str, float]) -> Callable[[str], TableStats]:
+    """``tables`` with the row counts of ``rows`` (bytes scaled alike, distinct counts capped)."""
+
+    def lookup(table: str) -> TableStats:
+        stats = tables(table)
+        target = rows.get(table.lower())
+        if target is None or stats.rows <= 0 or math.isclose(target, stats.rows):
+            return stats
+        ratio = target / stats.rows
+        columns = {name: _scaled_column(column, ratio, target) for name, column in stats.columns.items()}
+        return dataclasses.replace(stats, rows=target, bytes=stats.bytes * ratio, columns=columns)
+
+    return lookup
+
+
+def _scaled_column(column: ColumnStats, ratio: float, rows: float) -> ColumnStats:
+    ndv = column.ndv
+    if ndv is not None:
+        ndv = rows if column.unique else min(ndv, rows)
+    nulls = column.nulls * ratio if column.nulls is not None else None
+    return column.replace(ndv=ndv, nulls=nulls)

@@ -1,0 +1,428 @@
+"""Running a standing query on its schedule: simulated, by the wall clock, or as a daemon.
+
+:class:`Runner` takes a spec through its cycles' time points. For each time point ``t_i`` not yet
+committed it:
+
+1. deletes whatever an earlier attempt at ``t_i`` left (:meth:`JobStore.discard_uncommitted`);
+2. plans the rest of the cycle from ``t_i`` on (:class:`~tempura.incremental.Resume`), reading
+   the states committed time points saved, with the arrival model and statistics updated from
+   what those time points measured (:mod:`tempura.scheduler.reoptimize`);
+3. lands every source's interval (:mod:`tempura.runtime.ingest`: late rows, schema drift);
+4. runs the plan's fragments at ``t_i`` (:class:`~tempura.runtime.durable.DurableExecutor`);
+5. commits: the manifest (states alive, rows landed, files seen, metrics) is written last;
+6. drops the states no later fragment reads, records the run in the history, and — the
+   re-optimisation hook — re-plans the remaining time points with the new actuals, records
+   whether the plan changed and why, and calls the spec's ``on_run`` hook with the run summary.
+
+A time point already committed is skipped: running again is a no-op, so ``tempura run`` is
+idempotent and cron-friendly. ``simulate`` runs a whole cycle now, replaying the data's
+arrival: each time point lands exactly its interval's rows, for every method.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import importlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from tempura.errors import ExecutionError, TempuraError
+from tempura.incremental import CommittedState, Resume
+from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun
+from tempura.runtime.files import Files, uri
+from tempura.runtime.ingest import OP, TP, Feed, Landed, check_schema, interval_rows, landed_schema, read_source
+from tempura.runtime.store import JobStore
+from tempura.scheduler.history import History
+from tempura.scheduler.planning import Prepared, plan_spec, prepare
+from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
+from tempura.scheduler.spec import Cycle, StandingQuery
+from tempura.stats import Estimator
+from tempura.tvr.arrival import SourceArrival
+from tempura.tvr.plan import MultiTimePlan
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+
+class RunError(TempuraError):
+    """A time point could not run; nothing of it was committed."""
+
+
+@dataclass
+class PointResult:
+    """One time point as the runner left it."""
+
+    cycle: str
+    index: int
+    time: Any
+    skipped: bool = False  # committed already
+    run: TimePointRun | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    plan: MultiTimePlan | None = None
+    replanned: bool = False
+    plan_changed: bool = False
+    reason: str = ""
+
+    @property
+    def delivered(self) -> str | None:
+        found = self.manifest.get("delivered")
+        return str(found) if found is not None else None
+
+
+def feeds(spec: StandingQuery) -> dict[str, Feed]:
+    """How each of the spec's sources reaches the job."""
+    out = {}
+    for name, source in spec.sources.items():
+        changes = source.changes
+        out[name] = Feed(
+            name, spec.location(name), source.format, dict(source.options),
+            {c: t for c, t in source.schema_.items()} if source.schema_ else None,
+            source.arrival.column, changes.op_column if changes else None,
+            tuple(changes.delete_values) if changes else ("D",), spec.window,
+        )
+    return out
+
+
+def job_folder(workdir: str | Path, spec: StandingQuery, simulate_method: str | None = None) -> Path:
+    """Where a job keeps its cycles and history; a simulation of one method has its own."""
+    root = Path(workdir) / "jobs" / spec.name
+    return root / f"simulate-{simulate_method}" if simulate_method else root
+
+
+def plan_id(plan: MultiTimePlan) -> str:
+    return hashlib.sha1(json.dumps(plan.to_json(), sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def plan_shape(plan: MultiTimePlan, after: int) -> list[tuple[Any, ...]]:
+    """What a plan does from ``after + 1`` on, comparable between plannings."""
+    return sorted((f.time, f.method, f.form, f.output, f.sql()) for f in plan.fragments if f.time > after)
+
+
+class Runner:
+    """Runs one standing query's time points durably on Spark."""
+
+    def __init__(self, spec: StandingQuery, spark: SparkSession, workdir: str | Path = ".tempura", method: str = "auto",
+                 simulate: bool = False, progress: Callable[[str, int, int], None] | None = None,
+                 hook: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.spec = spec
+        self.spark = spark
+        self.workdir = Path(workdir)
+        self.method = method
+        self.simulate = simulate
+        self.files = Files(spark)
+        self.store = JobStore(job_folder(workdir, spec, method if simulate else None), self.files)
+        self.history = History(self.store.history_path)
+        self.feeds = feeds(spec)
+        self.progress = progress
+        self.hook = hook if hook is not None else _load_hook(spec)
+        self._prepared: Prepared | None = None
+        self._plans: dict[tuple[str, int], MultiTimePlan] = {}
+        self._schemas: dict[str, StructType] = {}
+        self.output = None
+        if spec.model.output is not None and not simulate:
+            out = spec.model.output
+            self.output = OutputTarget(uri(spec.folder / out.path), out.format, out.mode)
+
+    # -- schedule --------------------------------------------------------------------------
+
+    def cycles(self) -> Iterator[Cycle]:
+        n = 0
+        while True:
+            cycle = self.spec.cycle(n)
+            if cycle is None:
+                return
+            yield cycle
+            n += 1
+
+    def due(self, now: dt.datetime) -> list[tuple[Cycle, int]]:
+        """The uncommitted time points at or before ``now``, in order."""
+        out: list[tuple[Cycle, int]] = []
+        for cycle in self.cycles():
+            values = cycle.time_points.values
+            first = values[0]
+            if not isinstance(first, dt.datetime) and isinstance(first, dt.date):
+                passed = [i for i, v in enumerate(values, 1) if v <= now.date()]  # type: ignore[operator]
+            elif isinstance(first, dt.datetime):
+                passed = [i for i, v in enumerate(values, 1) if v <= now]  # type: ignore[operator]
+            else:
+                raise RunError(f"{self.spec.path}: time points are numbers; only --simulate runs them")
+            if not passed:
+                break
+            done = self.store.committed(cycle.label)
+            out.extend((cycle, i) for i in passed if i > done)
+        return out
+
+    def run_due(self, now: dt.datetime | None = None) -> list[PointResult]:
+        """Run every time point due by ``now`` (the wall clock) and not committed, then return."""
+        results = []
+        for cycle, index in self.due(now or dt.datetime.now()):
+            results.append(self.run_point(cycle, index))
+        return results
+
+    def run_cycle(self, cycle: Cycle | None = None, until: int | None = None) -> list[PointResult]:
+        """Run a cycle's time points (all, or up to ``until``) now: the simulation."""
+        cycle = cycle or self.spec.cycle(0)
+        assert cycle is not None
+        last = until or cycle.time_points.k
+        return [self.run_point(cycle, i) for i in range(1, last + 1)]
+
+    def daemon(self, sleep: Callable[[float], None] = time.sleep, now: Callable[[], dt.datetime] = dt.datetime.now,
+               stop: Callable[[], bool] = lambda: False) -> None:
+        """Run due time points, wait for the next one, and so on (until ``stop()``)."""
+        while not stop():
+            self.run_due(now())
+            upcoming = self._next_time(now())
+            if upcoming is None:
+                return
+            sleep(max(1.0, (upcoming - now()).total_seconds()))
+
+    def _next_time(self, now: dt.datetime) -> dt.datetime | None:
+        for cycle in self.cycles():
+            for value in cycle.time_points.values:
+                moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())  # type: ignore[arg-type]
+                if moment > now:
+                    return moment
+        return None
+
+    # -- one time point ----------------------------------------------------------------------
+
+    def run_point(self, cycle: Cycle, index: int) -> PointResult:
+        label = cycle.label
+        value = cycle.time_points.value(index)
+        committed = self.store.manifest(label, index)
+        if committed is not None:
+            if not self.history.has_run(label, index):
+                self.history.record_run(committed)
+            return PointResult(label, index, value, skipped=True, manifest=committed)
+        if index > 1 and self.store.manifest(label, index - 1) is None:
+            raise RunError(f"t{index} of cycle {label} cannot run before t{index - 1} is committed")
+        self.store.discard_uncommitted(label, index)
+        previous = self.store.manifest(label, index - 1) if index > 1 else None
+        saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
+        plan = self.plan(cycle, index, saved, previous)
+        self.store.save_plan(label, index, plan.to_json())
+        steps = len(plan.at(index)) + len(self.feeds)
+        done = 0
+
+        def tick(what: str) -> None:
+            nonlocal done
+            done += 1
+            if self.progress is not None:
+                self.progress(f"{label} t{index}: {what}", done, steps)
+
+        landed = self._land(cycle, index, previous, tick)
+        executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.time_points.k, self.output)
+        run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
+        saved.update(run.saved)
+        alive = {s.id for s in plan.states if s.last_read > index} | {
+            i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
+        manifest = self._manifest(cycle, index, plan, run, landed, {k: v for k, v in saved.items() if k in alive}, previous)
+        self.store.write_manifest(label, index, manifest)
+        self.store.drop_states(label, {saved[i].folder for i in alive if i in saved})
+        self._drop_old_checkpoints(label, index)
+        self.history.record_run(manifest)
+        result = PointResult(label, index, value, run=run, manifest=manifest, plan=plan)
+        if index < cycle.time_points.k:
+            self._reoptimize(cycle, index, plan, result)
+        if self.hook is not None:
+            self.hook(summary(self.spec, result))
+        return result
+
+    def _manifest(self, cycle: Cycle, index: int, plan: MultiTimePlan, run: TimePointRun, landed: dict[str, Landed],
+                  states: dict[str, SavedState], previous: dict[str, Any] | None) -> dict[str, Any]:
+        seen = {name: list((previous or {}).get("seen_files", {}).get(name, [])) for name in self.feeds}
+        for name, land in landed.items():
+            seen[name].extend(f[0] for f in land.new_files)
+        measured = {name: list((previous or {}).get("measured", {}).get(name, [])) for name in self.feeds}
+        for name, land in landed.items():
+            measured[name].append([land.rows, land.deletions])
+        work = run.work()
+        return {
+            "spec": self.spec.name,
+            "cycle": cycle.label,
+            "index": index,
+            "time": str(cycle.time_points.value(index)),
+            "committed_at": dt.datetime.now().isoformat(timespec="seconds"),
+            "states": [s.to_json() for s in states.values()],
+            "landed": {name: land.to_json() for name, land in landed.items()},
+            "measured": measured,
+            "seen_files": seen,
+            "schemas": {name: schema.json() for name, schema in self._schemas.items()},
+            "delivered": run.delivered,
+            "streams": run.streams,
+            "fragments": [f.to_json() for f in run.fragments],
+            "run": {
+                "mode": "simulate" if self.simulate else "schedule",
+                "method": plan.method,
+                "plan_id": plan_id(plan),
+                "estimated_seconds": plan.cost.times[index - 1] / 1e9,
+                "wall_seconds": work.wall_seconds,
+                "cpu_seconds": work.cpu_seconds,
+                "rows_landed": sum(land.rows for land in landed.values()),
+                "late_rows": sum(land.late for land in landed.values()),
+                "rejected_rows": sum(land.rejected for land in landed.values()),
+            },
+        }
+
+    def _drop_old_checkpoints(self, label: str, index: int) -> None:
+        folder = self.store.cycle_dir(label) / "checkpoints"
+        latest: dict[str, tuple[int, str]] = {}
+        names = self.files.children(folder)
+        for name in names:
+            stream, _, tag = name.rpartition("@t")
+            if tag.isdigit() and int(tag) <= index and (stream not in latest or int(tag) > latest[stream][0]):
+                latest[stream] = (int(tag), name)
+        keep = {name for _, name in latest.values()}
+        for name in names:
+            if name not in keep:
+                self.files.delete(folder / name)
+
+    # -- planning and re-optimisation ----------------------------------------------------------
+
+    def prepared(self) -> Prepared:
+        if self._prepared is None:
+            self._prepared = prepare(self.spec, self.spark, self.workdir)
+        return self._prepared
+
+    def plan(self, cycle: Cycle, index: int, saved: dict[str, SavedState], previous: dict[str, Any] | None) -> MultiTimePlan:
+        """The plan for ``index`` and the rest of the cycle, given what is committed."""
+        key = (cycle.label, index)
+        made = self._plans.get(key)
+        if made is None:
+            made = self._plans[key] = self._planned(cycle, index, saved, previous)[0]
+        return made
+
+    def _planned(self, cycle: Cycle, floor: int, saved: dict[str, SavedState],
+                 previous: dict[str, Any] | None) -> tuple[MultiTimePlan, list[str]]:
+        base = self.prepared()
+        measured = {name: Measured(tuple(int(r) for r, _ in rows), tuple(int(d) for _, d in rows))
+                    for name, rows in (previous or {}).get("measured", {}).items()}
+        declared = [name for name, source in self.spec.sources.items()
+                    if source.expected is not None and source.expected.kind == "rows"]
+        tables = base.estimator.tables
+        arrival, rows, reasons = updated(base.arrival, tables, measured, declared)
+        prepared = Prepared(base.spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
+                            list(base.notes))
+        for name, feed in self.feeds.items():
+            if feed.window is not None and name not in measured:  # the window's leaving rows are deletions
+                arrival = arrival.with_source(name, SourceArrival(arrival.source(name).fractions, None))
+        resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved.values() if s.key))
+        output = self.spec.model.output.mode if self.spec.model.output is not None else "snapshot"
+        errors: dict[str, TempuraError] = {}
+        plans = plan_spec(prepared, [self.method], output=output, errors=errors, resume=resume)
+        if self.method not in plans:
+            raise errors.get(self.method) or RunError(f"method {self.method} has no plan for this query")
+        return plans[self.method], reasons
+
+    def _reoptimize(self, cycle: Cycle, index: int, plan: MultiTimePlan, result: PointResult) -> None:
+        """After committing ``index``: re-plan the rest with the actuals, record the outcome."""
+        manifest = result.manifest
+        saved = {s["id"]: SavedState.from_json(s) for s in manifest["states"]}
+        replanned, reasons = self._planned(cycle, index + 1, saved, manifest)
+        self._plans[(cycle.label, index + 1)] = replanned
+        changed = plan_shape(replanned, index) != plan_shape(plan, index)
+        before = sum(w * c for w, c in zip(plan.objective.weights[index:], plan.cost.times[index:])) / 1e9
+        after = sum(w * c for w, c in zip(replanned.objective.weights[index:], replanned.cost.times[index:])) / 1e9
+        why = "; ".join(reasons) or "measured arrival as expected"
+        if changed:
+            why = f"plan changed ({replanned.method}, estimated rest {before:.3g}s -> {after:.3g}s): {why}"
+        else:
+            why = f"plan kept (estimated rest {before:.3g}s -> {after:.3g}s): {why}"
+        self.history.set_replan(cycle.label, index, changed, why)
+        self.history.record_plan(plan_id(replanned), cycle.label, index + 1, replanned.method, replanned.cost.times,
+                                 replanned.cost.weighted, why, dt.datetime.now().isoformat(timespec="seconds"))
+        result.replanned, result.plan_changed, result.reason = True, changed, why
+
+    # -- landing -------------------------------------------------------------------------------
+
+    def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None,
+              tick: Callable[[str], None]) -> dict[str, Landed]:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
+        out = {}
+        label = cycle.label
+        for name, feed in self.feeds.items():
+            if not self.files.exists(feed.location):
+                raise RunError(f"{self.spec.path}: sources.{name}.path: {feed.location} does not exist (nothing was run)")
+            seen = set((previous or {}).get("seen_files", {}).get(name, []))
+            files = self.files.data_files(feed.location)
+            new = [f for f in files if f[0] not in seen]
+            raw = read_source(self.spark, feed)
+            recorded = (previous or {}).get("schemas", {}).get(name)
+            reference = StructType.fromJson(json.loads(recorded)) if recorded else raw.schema
+            check_schema(self.spark, feed, StructType([f for f in reference.fields if f.name not in (TP, OP)]), [f[0] for f in new])
+            schema = landed_schema(feed, raw.schema)
+            self._schemas[name] = schema
+            landed_before = None
+            if feed.window is not None and index > 1:
+                folders = [uri(self.store.landing_interval(label, name, i)) for i in range(1, index)]
+                landed_before = self.spark.read.schema(schema).parquet(*folders)
+            rows, rejected = interval_rows(self.spark, feed, raw, {f[0] for f in new}, cycle.origin,
+                                           cycle.time_points.values, index, self.spec.model.late, landed_before)
+            pending = self.store.pending(label) / "landing" / name
+            rows.select(*[F.col(f"`{c.name}`") for c in schema.fields]).write.mode("overwrite").parquet(uri(pending))
+            final = self.store.landing_interval(label, name, index)
+            self.files.rename(pending, final)
+            counted = self.spark.read.schema(schema).parquet(uri(final))
+            if feed.deletes:
+                counts = {r[0]: r[1] for r in counted.groupBy(OP).count().collect()}
+                total, deletions = sum(counts.values()), counts.get("D", 0)
+            else:
+                total, deletions = counted.count(), 0
+            land = Landed(name, index, total, deletions, new_files=new, path=uri(final))
+            if rejected is not None:
+                target = self.store.cycle_dir(label) / "rejected" / name / f"i={index:03d}"
+                staging = self.store.pending(label) / "rejected" / name
+                rejected.write.mode("overwrite").parquet(uri(staging))
+                land.rejected = self.spark.read.parquet(uri(staging)).count()
+                self.files.delete(target)
+                self.files.rename(staging, target)
+            out[name] = land
+            tick(f"landed {name}: {total} rows")
+        return out
+
+
+def summary(spec: StandingQuery, result: PointResult) -> dict[str, Any]:
+    """The run summary the ``on_run`` hook receives."""
+    run = result.manifest.get("run", {})
+    return {
+        "spec": spec.name,
+        "cycle": result.cycle,
+        "time_point": result.index,
+        "time": str(result.time),
+        "method": run.get("method"),
+        "wall_seconds": run.get("wall_seconds"),
+        "cpu_seconds": run.get("cpu_seconds"),
+        "rows_landed": run.get("rows_landed"),
+        "late_rows": run.get("late_rows"),
+        "rejected_rows": run.get("rejected_rows"),
+        "delivered": result.delivered,
+        "replanned": result.replanned,
+        "plan_changed": result.plan_changed,
+        "reason": result.reason,
+        "fragments": result.manifest.get("fragments", []),
+    }
+
+
+def _load_hook(spec: StandingQuery) -> Callable[[dict[str, Any]], None] | None:
+    target = spec.model.hooks.on_run
+    if target is None:
+        return None
+    module_name, _, function = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise RunError(f"{spec.path}: hooks.on_run: cannot import {module_name}: {error}") from None
+    hook = getattr(module, function, None)
+    if not callable(hook):
+        raise RunError(f"{spec.path}: hooks.on_run: {module_name} has no function {function}")
+    return hook
+
+
+__all__ = ["PointResult", "RunError", "Runner", "feeds", "job_folder", "summary"]
