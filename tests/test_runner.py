@@ -1,25 +1,22 @@
 """The durable runtime on Spark: a standing query run on its schedule delivers, at every time
 point and under every method, what ``spark.sql`` returns over that time point's snapshot; a
-committed time point is not run again; an attempt that dies leaves nothing visible; bad input
-gets a clear error and loses nothing."""
+committed time point is not run again; an attempt that dies leaves nothing visible and is redone;
+states are deleted after their last read."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import shutil
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from scenarios import copy_scenario
 from scenarios.sales_returns.generate import generate
-from tempura.errors import ExecutionError
 from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
 from tempura.scheduler.history import History
-from tempura.scheduler.runner import Runner, RunError
+from tempura.scheduler.runner import Runner
 
 pytestmark = pytest.mark.spark
 

@@ -111,6 +111,17 @@ class TimePointRun:
         return total
 
 
+def write_frame(frame: DataFrame, target: Path | str, fmt: str = "parquet") -> None:
+    """Write ``frame`` to the folder ``target`` (replacing it); Spark's failure becomes an
+    :class:`ExecutionError` naming the folder."""
+    from pyspark.errors import PySparkException
+
+    try:
+        frame.write.mode("overwrite").format(fmt).save(uri(target))
+    except PySparkException as error:
+        raise ExecutionError(f"writing {target} failed: {spark_error_message(error)}") from None
+
+
 class DurableExecutor:
     """Runs the time points of one cycle of a standing query."""
 
@@ -180,44 +191,35 @@ class DurableExecutor:
         return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
                            fragment.cost.times[index - 1] / 1e9, metrics)
 
-    def _write(self, frame: DataFrame, target: Path | str, fmt: str = "parquet") -> None:
-        from pyspark.errors import PySparkException
-
-        try:
-            frame.write.mode("overwrite").format(fmt).save(uri(target))
-        except PySparkException as error:
-            raise ExecutionError(f"writing {target} failed: {spark_error_message(error)}") from None
+    def _commit(self, frame: DataFrame, pending: Path, final: Path | str, fmt: str = "parquet") -> None:
+        """Write ``frame`` to ``pending``, then put it in place of whatever an uncommitted attempt
+        left at ``final``."""
+        write_frame(frame, pending, fmt)
+        self.files.delete(final)
+        self.files.rename(pending, final)
 
     def _save(self, fragment: Fragment, frame: DataFrame, index: int, key: str) -> SavedState:
         assert fragment.keeps is not None
-        pending = self.store.pending(self.cycle) / "states" / fragment.keeps
         final = self.store.state_path(self.cycle, fragment.keeps, index)
         with self.meter.measure(f"save {fragment.keeps}") as written:
-            self._write(frame, pending)
-        self.files.delete(final)
-        self.files.rename(pending, final)
+            self._commit(frame, self.store.pending(self.cycle) / "states" / fragment.keeps, final)
         return SavedState(fragment.keeps, final.name, index, written.rows_written, self.files.size(final), fragment.form, key)
 
     def _deliver(self, plan: MultiTimePlan, frame: DataFrame, index: int) -> str:
         """Write the delivery where it goes; returns the folder holding it."""
         pending = self.store.pending(self.cycle) / "delivery"
-        target = self.output or OutputTarget(uri(self.store.cycle_dir(self.cycle) / "results"), "parquet", "snapshot")
         columns = list(plan.query.names) + [c for c in frame.columns[len(plan.query.names):]]
         named = frame.toDF(*columns)
-        if self.output is None:
-            final: str = uri(self.store.cycle_dir(self.cycle) / "results" / f"t{index:03d}")
-            self._write(named, pending, "parquet")
-            self.files.delete(final)
-            self.files.rename(pending, final)
-            return final
-        if target.mode == "delta":
-            final = f"{uri(target.path).rstrip('/')}/cycle={self.cycle}/time_point={index:03d}"
-            self._write(named, pending, target.format)
-            self.files.delete(final)
-            self.files.rename(pending, final)
+        target = self.output
+        if target is None or target.mode == "delta":
+            if target is None:
+                final = uri(self.store.cycle_dir(self.cycle) / "results" / f"t{index:03d}")
+            else:
+                final = f"{uri(target.path).rstrip('/')}/cycle={self.cycle}/time_point={index:03d}"
+            self._commit(named, pending, final, target.format if target is not None else "parquet")
             return final
         final = uri(target.path)
-        self._write(named, pending, target.format)
+        write_frame(named, pending, target.format)
         old = f"{final.rstrip('/')}.replaced-{int(time.time() * 1000)}"
         if self.files.exists(final):
             self.files.rename(final, old)
@@ -248,9 +250,12 @@ class DurableExecutor:
             .writeStream.queryName(f"tempura_{source}_{index}").trigger(availableNow=True)
             .option("checkpointLocation", uri(checkpoint)).foreachBatch(stage).start()
         )
-        query.awaitTermination()
-        if query.exception() is not None:
-            raise ExecutionError(f"the stream over source '{source}' failed: {spark_error_message(Exception(str(query.exception())))}")
+        from pyspark.errors import PySparkException
+
+        try:
+            query.awaitTermination()
+        except PySparkException as error:
+            raise ExecutionError(f"the stream over source '{source}' failed: {spark_error_message(error)}") from None
         final = self.store.checkpoint(self.cycle, source, index)
         self.files.delete(final)
         self.files.rename(checkpoint, final)

@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from tempura.errors import ExecutionError
 from tempura.runtime.executor import spark_error_message
-from tempura.runtime.files import Files, uri
+from tempura.runtime.files import uri
 from tempura.runtime.sources import SourceData, _time_literal
 
 if TYPE_CHECKING:
@@ -145,7 +144,6 @@ def _shift(value: Any, window: dt.timedelta | int) -> Any:
 
 
 def interval_rows(
-    spark: SparkSession,
     feed: Feed,
     source: DataFrame,
     new_files: set[str],
@@ -226,9 +224,5 @@ def landed_schema(feed: Feed, source_schema: StructType) -> StructType:
     return StructType(fields)
 
 
-def landed_folder(path: Path | str) -> str:
-    return uri(path)
-
-
-__all__ = ["FILE", "OP", "TP", "Feed", "Files", "Landed", "check_schema", "interval_rows", "landed_schema",
-           "landing_data", "read_source"]
+__all__ = ["FILE", "OP", "TP", "Feed", "Landed", "check_schema", "interval_rows", "landed_schema", "landing_data",
+           "read_source"]

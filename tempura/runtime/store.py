@@ -84,10 +84,6 @@ class JobStore:
             index += 1
         return index
 
-    def cycles(self) -> list[str]:
-        folder = self.root / "cycles"
-        return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
-
     def write_manifest(self, cycle: str, index: int, data: dict[str, Any]) -> Path:
         """Commit time point ``index``: its manifest appears complete, or not at all."""
         write_json_atomically(self.manifest_path(cycle, index), data)

@@ -131,9 +131,6 @@ class History:
             return self._rows("SELECT * FROM fragments ORDER BY cycle, time_index, fragment")
         return self._rows("SELECT * FROM fragments WHERE cycle = ? ORDER BY time_index, fragment", (cycle,))
 
-    def plans(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM plans ORDER BY created_at, plan_id")
-
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []

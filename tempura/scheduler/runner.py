@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from tempura.errors import ExecutionError, TempuraError
+from tempura.errors import TempuraError
 from tempura.incremental import CommittedState, Resume
-from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun
+from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun, write_frame
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import OP, TP, Feed, Landed, check_schema, interval_rows, landed_schema, read_source
+from tempura.runtime.metrics import Meter
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
 from tempura.scheduler.planning import Prepared, plan_spec, prepare
@@ -115,6 +116,7 @@ class Runner:
         self.method = method
         self.simulate = simulate
         self.files = Files(spark)
+        self.meter = Meter(spark)
         self.store = JobStore(job_folder(workdir, spec, method if simulate else None), self.files)
         self.history = History(self.store.history_path)
         self.feeds = feeds(spec)
@@ -363,24 +365,23 @@ class Runner:
             if feed.window is not None and index > 1:
                 folders = [uri(self.store.landing_interval(label, name, i)) for i in range(1, index)]
                 landed_before = self.spark.read.schema(schema).parquet(*folders)
-            rows, rejected = interval_rows(self.spark, feed, raw, {f[0] for f in new}, cycle.origin,
+            rows, rejected = interval_rows(feed, raw, {f[0] for f in new}, cycle.origin,
                                            cycle.time_points.values, index, self.spec.model.late, landed_before)
             pending = self.store.pending(label) / "landing" / name
-            rows.select(*[F.col(f"`{c.name}`") for c in schema.fields]).write.mode("overwrite").parquet(uri(pending))
+            with self.meter.measure(f"land {name}") as written:
+                write_frame(rows.select(*[F.col(f"`{c.name}`") for c in schema.fields]), pending)
             final = self.store.landing_interval(label, name, index)
             self.files.rename(pending, final)
-            counted = self.spark.read.schema(schema).parquet(uri(final))
+            total, deletions = written.rows_written, 0
             if feed.deletes:
-                counts = {r[0]: r[1] for r in counted.groupBy(OP).count().collect()}
-                total, deletions = sum(counts.values()), counts.get("D", 0)
-            else:
-                total, deletions = counted.count(), 0
+                deletions = self.spark.read.schema(schema).parquet(uri(final)).where(F.col(OP) == "D").count()
             land = Landed(name, index, total, deletions, new_files=new, path=uri(final))
             if rejected is not None:
                 target = self.store.cycle_dir(label) / "rejected" / name / f"i={index:03d}"
                 staging = self.store.pending(label) / "rejected" / name
-                rejected.write.mode("overwrite").parquet(uri(staging))
-                land.rejected = self.spark.read.parquet(uri(staging)).count()
+                with self.meter.measure(f"reject late rows of {name}") as set_aside:
+                    write_frame(rejected, staging)
+                land.rejected = set_aside.rows_written
                 self.files.delete(target)
                 self.files.rename(staging, target)
             out[name] = land

@@ -37,7 +37,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, NoReturn, Sequence
+from typing import Annotated, Literal, Mapping, NoReturn, Sequence
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
