@@ -45,10 +45,12 @@ class WorkMetrics:
 
 
 class Meter:
-    """Measures blocks of Spark work by job group."""
+    """Measures blocks of Spark work by job group. Blocks nest: an inner block's jobs count for
+    it and for every block around it."""
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
+        self._open: list[tuple[str, list[str]]] = []  # per open block: its label, its and its inner blocks' groups
 
     @contextmanager
     def measure(self, label: str) -> Iterator[WorkMetrics]:
@@ -57,29 +59,37 @@ class Meter:
         sc = self.spark.sparkContext
         group = f"tempura-{next(_groups)}"
         sc.setJobGroup(group, label, interruptOnCancel=False)
+        groups = [group]
+        self._open.append((label, groups))
         metrics = WorkMetrics()
         started = time.perf_counter()
         try:
             yield metrics
         finally:
             metrics.wall_seconds = time.perf_counter() - started
-            sc._jsc.clearJobGroup()
-            self._fill(group, metrics)
+            self._open.pop()
+            if self._open:
+                outer_label, outer = self._open[-1]
+                outer.extend(groups)
+                sc.setJobGroup(outer[0], outer_label, interruptOnCancel=False)
+            else:
+                sc._jsc.clearJobGroup()
+            self._fill(groups, metrics)
 
-    def _fill(self, group: str, metrics: WorkMetrics) -> None:
+    def _fill(self, groups: list[str], metrics: WorkMetrics) -> None:
         sc = self.spark.sparkContext
+        try:  # the status store is filled by Spark's listener bus, asynchronously: let it catch up
+            sc._jsc.sc().listenerBus().waitUntilEmpty(10_000)
+        except Exception:
+            pass
         tracker = sc.statusTracker()
-        jobs = tracker.getJobIdsForGroup(group)
+        jobs = [job for group in groups for job in tracker.getJobIdsForGroup(group)]
         stage_ids: set[int] = set()
         for job in jobs:
             info = tracker.getJobInfo(job)
             if info is not None:
                 stage_ids.update(info.stageIds)
         metrics.jobs = len(jobs)
-        try:  # the status store is filled by Spark's listener bus, asynchronously: let it catch up
-            sc._jsc.sc().listenerBus().waitUntilEmpty(10_000)
-        except Exception:
-            pass
         store = sc._jsc.sc().statusStore()
 
         def default(n: int) -> Any:
