@@ -4,14 +4,15 @@ Scale 1 is 1,000,000 sales over 20 categories and 100,000 returns of earlier sal
 arrive through the day, most of them by 18:00; a return arrives after its sale. Values come from
 hashes of the row number, so a scale always generates the same rows.
 
-    python -m scenarios.sales_returns.generate --scale 0.01 --out scenarios/sales_returns
+    python -m scenarios.sales_returns.generate --scale 0.01 --out DIR
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from scenarios import generator_main
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,15 +46,5 @@ def generate(spark: SparkSession, out: Path, scale: float) -> dict[str, int]:
     return {"sales": sales_rows, "returns": spark.read.parquet(str(out / "data" / "returns")).count()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=0.01)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
-    args = parser.parse_args()
-    from tempura.runtime import get_spark
-
-    print(generate(get_spark(), args.out, args.scale))
-
-
 if __name__ == "__main__":
-    main()
+    generator_main(generate, __doc__.splitlines()[0])
