@@ -19,6 +19,9 @@ from tempura.errors import TempuraError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+METHOD_CHOICES = ["auto", "batch", "ivm", "streaming", "ojv", "higher-order"]
+
+
 def user_errors(fn: F) -> F:
     """Report :class:`TempuraError` as one line on stderr and exit 2."""
 
@@ -315,17 +318,44 @@ def tpch_gen(scale: float, out: str) -> None:
     click.echo(f"wrote TPC-H scale {scale:g} to {out}; catalog: {catalog}")
 
 
-@main.command()
+@main.command("tpch-check")
 @click.option("--scale", default=0.01, show_default=True, type=float, help="TPC-H scale factor.")
 @click.option("--workdir", default=".tempura", show_default=True, type=click.Path(file_okay=False))
 @click.option("--query", "queries", multiple=True, help="Run only these queries (q01 … q22).")
 @user_errors
-def demo(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
-    """Generate TPC-H data, run the 22 queries through tempura and compare with Spark."""
-    from tempura import demo as demo_job
+def tpch_check(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
+    """Generate TPC-H data, run the 22 queries through tempura's plans and compare with Spark."""
+    from tempura import tpch_check as job
 
     names = _query_names(queries)
-    failures = demo_job.main(scale, workdir, names)
+    failures = job.main(scale, workdir, names)
+    sys.exit(1 if failures else 0)
+
+
+@main.command()
+@click.option("--scale", default=0.01, show_default=True, type=float,
+              help="Data scale of every scenario (TPC-H's scale factor; sales_returns: millions of sales).")
+@click.option("--workdir", default=".tempura", show_default=True, type=click.Path(file_okay=False))
+@click.option("--scenario", "scenarios", multiple=True, help="Run these scenarios (default: sales_returns, tpch_q03).")
+@click.option("--method", "methods", multiple=True, type=click.Choice(METHOD_CHOICES),
+              help="Run these methods (default: auto and every forced method).")
+@click.option("--chart", "chart_path", default=None, type=click.Path(dir_okay=False),
+              help="Where to write the PNG chart (default: WORKDIR/demo/demo.png).")
+@user_errors
+def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[str, ...], chart_path: str | None) -> None:
+    """Standing queries simulated under auto and every forced method: objective, work per time
+    point, and every delivered result checked against recompute; writes a PNG chart."""
+    from scenarios import names as scenario_names
+    from tempura import demo as demo_job
+
+    known = scenario_names()
+    for name in scenarios:
+        if name not in known:
+            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    from tempura.runtime import get_spark
+
+    failures = demo_job.main(get_spark(), scale, workdir, scenarios or demo_job.SCENARIOS, methods or demo_job.METHODS,
+                             chart_path)
     sys.exit(1 if failures else 0)
 
 
@@ -375,7 +405,6 @@ def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, .
     click.echo("wrote " + ", ".join(report["files"]))
 
 
-METHOD_CHOICES = ["auto", "batch", "ivm", "streaming", "ojv", "higher-order"]
 SELECTOR_CHOICES = ["auto", "greedy", "ilp", "off"]  # tempura.mqo.SELECTORS, without importing the planner
 
 
@@ -397,6 +426,53 @@ def bench_tvr_planning(repeat: int, out: str, stats_file: str | None, queries: t
     stats = Path(stats_file) if stats_file else tvr_planning.STATS
     report = tvr_planning.run(Path(out), repeat, stats, names, lambda m: console.log(m))
     click.echo(json.dumps(report["summary"], indent=2))
+
+
+@bench.command("incremental")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="Data scale of every scenario.")
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=1), help="Cycles per contender (medians).")
+@click.option("--scenario", "scenarios", multiple=True, help="Only these scenarios (default: all).")
+@click.option("--contender", "contenders", multiple=True, type=click.Choice(["batch", "ivm", "spark-streaming", "auto"]),
+              help="Only these contenders (default: all four).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], contenders: tuple[str, ...], out: str,
+                      workdir: str) -> None:
+    """Standing queries on Spark: batch, ivm, native Structured Streaming and auto, alternating;
+    executor CPU and wall per time point, the objective, auto's ratios; every result checked."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import incremental
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    known = scenario_names()
+    for name in scenarios:
+        if name not in known:
+            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    console = Console(stderr=True)
+    report = incremental.run(get_spark(), Path(out), Path(workdir), scale, repeat,
+                             scenarios or incremental.DEFAULT_SCENARIOS, contenders or incremental.CONTENDERS,
+                             lambda m: console.log(m))
+    table = Table(title=f"bench incremental, scale {scale:g}, {repeat} runs each (median executor CPU s)")
+    for column in ("scenario", "contender", "CPU per time point", "objective", "correct"):
+        table.add_column(column)
+    for name, result in report["scenarios"].items():
+        for contender, found in result["contenders"].items():
+            if "unsupported" in found:
+                table.add_row(name, contender, "unsupported: " + found["unsupported"][:80], "-", "-")
+                continue
+            table.add_row(name, contender, " / ".join(f"{c:.2f}" for c in found["cpu_median"]),
+                          f"{found['objective']:.3g}", "yes" if found["correct"] else "NO")
+        verdict = result["verdict"]
+        if verdict.get("comparable"):
+            table.add_row(name, "auto / best", f"last point vs batch: {verdict.get('ratio_last_point_auto_to_batch', 0):.2f}",
+                          f"{verdict['ratio_objective_auto_to_best_other']:.2f} ({verdict['best_other']})",
+                          "targets met" if verdict["objective_target_met"] and verdict["last_point_target_met"] else "targets missed")
+    Console().print(table)
+    click.echo("wrote " + ", ".join(report["files"]))
 
 
 @bench.command("mqo")

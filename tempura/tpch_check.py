@@ -1,4 +1,4 @@
-"""The demo job: TPC-H through tempura, checked against Spark's own answer.
+"""TPC-H through tempura, checked against Spark's own answer (``tempura tpch-check``).
 
 It generates TPC-H data (once), runs each of the 22 queries twice — through tempura's plan, and
 as ``spark.sql`` of the original text — and reports rows, times and whether the results are

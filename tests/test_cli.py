@@ -115,7 +115,7 @@ def test_missing_catalog(tmp_path: Path) -> None:
 
 
 def test_every_command_has_help() -> None:
-    for command in (["query"], ["explain"], ["tpch-gen"], ["demo"], ["analyze"], ["bench", "cardinality"], ["bench", "join-order"]):
+    for command in (["query"], ["explain"], ["tpch-gen"], ["demo"], ["tpch-check"], ["run"], ["history"], ["bench", "incremental"], ["analyze"], ["bench", "cardinality"], ["bench", "join-order"]):
         result = CliRunner().invoke(main, [*command, "--help"])
         assert result.exit_code == 0 and "Usage" in result.output
 
@@ -148,10 +148,10 @@ def test_analyze_then_explain_uses_the_statistics(spark: object, tpch_catalog: P
 
 
 @pytest.mark.spark
-def test_demo_runs_selected_queries(spark: object, tpch_catalog: Path, tmp_path: Path) -> None:
+def test_tpch_check_runs_selected_queries(spark: object, tpch_catalog: Path, tmp_path: Path) -> None:
     data = tmp_path / "work" / "data" / "tpch-sf0.01"
     data.parent.mkdir(parents=True)
     data.symlink_to(tpch_catalog.parent)
-    result = CliRunner().invoke(main, ["demo", "--workdir", str(tmp_path / "work"), "--query", "q06", "--query", "3"])
+    result = CliRunner().invoke(main, ["tpch-check", "--workdir", str(tmp_path / "work"), "--query", "q06", "--query", "3"])
     assert result.exit_code == 0, result.output
     assert "2/2 queries equal to Spark" in result.output

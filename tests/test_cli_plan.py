@@ -152,7 +152,7 @@ def test_the_selector_choices_are_the_planners() -> None:
     assert tuple(SELECTOR_CHOICES) == SELECTORS
 
 
-@pytest.mark.parametrize("command", [["bench", "mqo", "--random", "0"], ["bench", "tvr-planning"], ["demo"]])
+@pytest.mark.parametrize("command", [["bench", "mqo", "--random", "0"], ["bench", "tvr-planning"], ["tpch-check"]])
 def test_bad_query_name_is_a_one_line_error(command: list[str]) -> None:
     result = CliRunner().invoke(main, [*command, "--query", "q23"])
     assert result.exit_code == 2 and result.exception is not None

@@ -1,4 +1,4 @@
-"""The package type-checks with mypy (configured in pyproject.toml)."""
+"""The package, its benchmarks and its scenarios type-check with mypy (configured in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_mypy_passes() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--no-incremental", "tempura"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "mypy", "--no-incremental", "tempura", "benchmarks", "scenarios"], cwd=ROOT, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -13,7 +13,7 @@ import itertools
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -78,10 +78,7 @@ class Meter:
 
     def _fill(self, groups: list[str], metrics: WorkMetrics) -> None:
         sc = self.spark.sparkContext
-        try:  # the status store is filled by Spark's listener bus, asynchronously: let it catch up
-            sc._jsc.sc().listenerBus().waitUntilEmpty(10_000)
-        except Exception:
-            pass
+        caught_up(self.spark)
         tracker = sc.statusTracker()
         jobs = [job for group in groups for job in tracker.getJobIdsForGroup(group)]
         stage_ids: set[int] = set()
@@ -89,27 +86,46 @@ class Meter:
             info = tracker.getJobInfo(job)
             if info is not None:
                 stage_ids.update(info.stageIds)
+        found = stage_metrics(self.spark, stage_ids)
+        for name, value in found.to_json().items():
+            if name not in ("wall_seconds", "rows_out"):
+                setattr(metrics, name, value)
         metrics.jobs = len(jobs)
-        store = sc._jsc.sc().statusStore()
 
-        def default(n: int) -> Any:
-            return getattr(store, f"stageData$default${n}")()
 
-        for stage in sorted(stage_ids):
-            try:
-                attempts = store.stageData(stage, default(2), default(3), default(4), default(5))
-            except Exception:  # a stage the store no longer holds (past spark.ui.retainedStages)
+def caught_up(spark: SparkSession) -> None:
+    """Wait (up to 10 s) until Spark's listener bus has delivered every event posted so far: the
+    status store is filled from it, asynchronously."""
+    try:
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(10_000)
+    except Exception:
+        pass
+
+
+def stage_metrics(spark: SparkSession, stage_ids: Iterable[int]) -> WorkMetrics:
+    """The summed metrics of stages (skipped attempts left out) from Spark's status store."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+
+    def default(n: int) -> Any:
+        return getattr(store, f"stageData$default${n}")()
+
+    metrics = WorkMetrics()
+    for stage in sorted(stage_ids):
+        try:
+            attempts = store.stageData(stage, default(2), default(3), default(4), default(5))
+        except Exception:  # a stage the store no longer holds (past spark.ui.retainedStages)
+            continue
+        found = attempts.iterator()
+        while found.hasNext():
+            data = found.next()
+            if str(data.status().toString()) == "SKIPPED":
                 continue
-            found = attempts.iterator()
-            while found.hasNext():
-                data = found.next()
-                if str(data.status().toString()) == "SKIPPED":
-                    continue
-                metrics.stages += 1
-                metrics.cpu_seconds += data.executorCpuTime() / 1e9
-                metrics.run_seconds += data.executorRunTime() / 1e3
-                metrics.rows_in += int(data.inputRecords())
-                metrics.bytes_in += int(data.inputBytes())
-                metrics.bytes_out += int(data.outputBytes())
-                metrics.rows_written += int(data.outputRecords())
-                metrics.shuffle_bytes += int(data.shuffleWriteBytes())
+            metrics.stages += 1
+            metrics.cpu_seconds += data.executorCpuTime() / 1e9
+            metrics.run_seconds += data.executorRunTime() / 1e3
+            metrics.rows_in += int(data.inputRecords())
+            metrics.bytes_in += int(data.inputBytes())
+            metrics.bytes_out += int(data.outputBytes())
+            metrics.rows_written += int(data.outputRecords())
+            metrics.shuffle_bytes += int(data.shuffleWriteBytes())
+    return metrics

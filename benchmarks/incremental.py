@@ -1,0 +1,224 @@
+"""``tempura bench incremental``: standing queries end to end on Spark, contender against contender.
+
+Per scenario (``scenarios/``: the golden example, the TPC-H standing queries, the 7-day range
+report, the change-data source), on the same data, in one run:
+
+- ``batch``: tempura forced to recompute at every delivery;
+- ``ivm``: tempura forced to incremental view maintenance;
+- ``spark-streaming``: the query as a native Structured Streaming job triggered at each time point
+  (:mod:`benchmarks.native_streaming`), where Spark supports it; where it does not, Spark's reason
+  is reported;
+- ``auto``: tempura's cost-based choice.
+
+Each contender replays one cycle of the scenario from scratch ``repeat`` times; the contenders
+alternate (the order rotates per repetition), so drift in the machine's state hits all alike.
+Measured per time point: executor CPU seconds (Spark's status store) and wall seconds, taken as
+medians over the repetitions; the objective is the spec's weights applied to the median CPU per
+time point. Every delivered result of every run is checked against ``spark.sql`` over that time
+point's snapshot (:func:`tempura.scheduler.reference.reference`); a contender that delivers a
+wrong result is marked, and left out of the ratios.
+
+Targets, under ``deadline`` weights: ``auto``'s CPU at the last time point ≤ 0.35 × ``batch``'s and
+≤ ``ivm``'s and ``spark-streaming``'s; ``auto``'s objective ≤ the best other contender's. JSON and
+a PNG chart go to the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from tempura.runtime import compare_results
+from tempura.scheduler import load_spec
+from tempura.scheduler.reference import reference
+from tempura.scheduler.simulation import simulate
+from tempura.scheduler.spec import StandingQuery
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CONTENDERS = ("batch", "ivm", "spark-streaming", "auto")
+LAST_POINT_TARGET = 0.35
+DEFAULT_SCENARIOS = ("sales_returns", "tpch_q01", "tpch_q03", "tpch_q05", "tpch_q10", "tpch_q12", "tpch_q13",
+                     "tpch_q18", "weekly_revenue", "stock_cdc")
+
+
+@dataclass
+class Attempt:
+    """One replayed cycle of one contender."""
+
+    cpu: list[float]
+    wall: list[float]
+    correct: bool
+    detail: str = ""
+
+
+@dataclass
+class Contender:
+    """A contender's runs on one scenario."""
+
+    name: str
+    unsupported: str | None = None
+    uses: str = ""
+    attempts: list[Attempt] = field(default_factory=list)
+
+    def median(self, what: str) -> list[float]:
+        series = [getattr(a, what) for a in self.attempts]
+        return [statistics.median(values) for values in zip(*series)] if series else []
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.attempts) and all(a.correct for a in self.attempts)
+
+    def objective(self, weights: Sequence[float]) -> float:
+        return math.fsum(w * c for w, c in zip(weights, self.median("cpu")))
+
+    def summary(self, weights: Sequence[float]) -> dict[str, Any]:
+        if self.unsupported is not None:
+            return {"unsupported": self.unsupported}
+        return {
+            "uses": self.uses,
+            "correct": self.correct,
+            "wrong": [a.detail for a in self.attempts if not a.correct],
+            "cpu_median": self.median("cpu"),
+            "wall_median": self.median("wall"),
+            "objective": self.objective(weights),
+            "runs": [{"cpu": a.cpu, "wall": a.wall} for a in self.attempts],
+        }
+
+
+def _tempura(spark: SparkSession, spec: StandingQuery, method: str, workdir: Path, contender: Contender) -> Attempt:
+    run = simulate(spark, spec, method, workdir)
+    contender.uses = run.uses
+    wrong = [f"t{p.index}: {p.detail}" for p in run.points if p.delivered and not p.correct]
+    return Attempt([p.cpu_seconds for p in run.points], [p.wall_seconds for p in run.points], not wrong, "; ".join(wrong))
+
+
+def _native(spark: SparkSession, spec: StandingQuery, workdir: Path) -> Attempt:
+    from benchmarks.native_streaming import NativeStreaming
+
+    native = NativeStreaming(spark, spec, workdir / "native" / spec.name)
+    cycle = spec.cycle(0)
+    assert cycle is not None
+    points = native.run()
+    wrong = []
+    for point in points:
+        if point.index not in cycle.time_points.deliver:
+            continue
+        expected = [tuple(r) for r in reference(spark, spec, cycle, point.index).collect()]
+        outcome = compare_results(expected, [tuple(r) for r in point.read(spark).collect()])
+        if not outcome.equal:
+            wrong.append(f"t{point.index}: {outcome.reason}")
+    return Attempt([p.cpu_seconds for p in points], [p.wall_seconds for p in points], not wrong, "; ".join(wrong))
+
+
+def run_scenario(spark: SparkSession, spec: StandingQuery, workdir: Path, repeat: int,
+                 contenders: Sequence[str] = CONTENDERS, log: Callable[[str], None] = print) -> dict[str, Contender]:
+    """Every contender on ``spec``, ``repeat`` times, alternating."""
+    from benchmarks.native_streaming import NativeStreaming
+
+    found = {name: Contender(name) for name in contenders}
+    if "spark-streaming" in found:
+        found["spark-streaming"].unsupported = NativeStreaming(spark, spec, workdir / "native" / spec.name).unsupported()
+        if found["spark-streaming"].unsupported:
+            log(f"{spec.name}: spark-streaming unsupported: {found['spark-streaming'].unsupported}")
+    runnable = [c for c in contenders if found[c].unsupported is None]
+    for rep in range(repeat):
+        order = runnable[rep % len(runnable):] + runnable[:rep % len(runnable)] if runnable else []
+        for name in order:
+            started = time.perf_counter()
+            if name == "spark-streaming":
+                attempt = _native(spark, spec, workdir)
+            else:
+                attempt = _tempura(spark, spec, name, workdir, found[name])
+            found[name].attempts.append(attempt)
+            verdict = "ok" if attempt.correct else f"WRONG ({attempt.detail})"
+            log(f"{spec.name} run {rep + 1}/{repeat} {name}: cpu {sum(attempt.cpu):.2f}s, "
+                f"{time.perf_counter() - started:.1f}s elapsed, {verdict}")
+    return found
+
+
+def verdicts(contenders: dict[str, Contender], weights: Sequence[float]) -> dict[str, Any]:
+    """The ratios of ``auto`` to the others, and whether the targets are met."""
+    auto = contenders.get("auto")
+    others = {n: c for n, c in contenders.items() if n != "auto" and c.unsupported is None and c.correct}
+    if auto is None or not auto.correct or not others:
+        return {"comparable": False}
+    last = auto.median("cpu")[-1]
+    best_name = min(others, key=lambda n: others[n].objective(weights))
+    best = others[best_name].objective(weights)
+    out: dict[str, Any] = {
+        "comparable": True,
+        "auto_objective": auto.objective(weights),
+        "best_other": best_name,
+        "ratio_objective_auto_to_best_other": auto.objective(weights) / best if best > 0 else None,
+        "objective_target_met": auto.objective(weights) <= best,
+        "last_point_cpu": {n: c.median("cpu")[-1] for n, c in others.items()} | {"auto": last},
+    }
+    if "batch" in others and others["batch"].median("cpu")[-1] > 0:
+        out["ratio_last_point_auto_to_batch"] = last / others["batch"].median("cpu")[-1]
+    out["last_point_target_met"] = (
+        out.get("ratio_last_point_auto_to_batch", math.inf) <= LAST_POINT_TARGET
+        and all(last <= others[n].median("cpu")[-1] for n in ("ivm", "spark-streaming") if n in others))
+    return out
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    """Median executor CPU per time point of each contender, one panel per scenario."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(results)
+    cols = min(4, len(names)) or 1
+    rows = math.ceil(len(names) / cols) or 1
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        contenders = results[name]["contenders"]
+        shown = [(n, c) for n, c in contenders.items() if "cpu_median" in c]
+        width = 0.8 / max(1, len(shown))
+        for j, (n, c) in enumerate(shown):
+            xs = [i + 1 - 0.4 + width * (j + 0.5) for i in range(len(c["cpu_median"]))]
+            ax.bar(xs, c["cpu_median"], width, label=n + ("" if c["correct"] else " (wrong)"))
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("time point")
+        ax.set_ylabel("CPU s (median)")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(spark: SparkSession, out: Path, workdir: Path, scale: float, repeat: int, scenarios: Sequence[str],
+        contenders: Sequence[str] = CONTENDERS, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The whole benchmark; writes ``incremental.json`` and ``incremental.png`` into ``out``."""
+    from scenarios import prepared_scenario
+
+    results: dict[str, Any] = {}
+    for name in scenarios:
+        log(f"{name}: data at scale {scale:g}")
+        spec = load_spec(prepared_scenario(spark, name, workdir / "scenarios", scale))
+        weights = spec.weights()
+        found = run_scenario(spark, spec, workdir, repeat, contenders, log)
+        results[name] = {
+            "weights": list(weights),
+            "contenders": {n: c.summary(weights) for n, c in found.items()},
+            "verdict": verdicts(found, weights),
+        }
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"scale": scale, "repeat": repeat, "contenders": list(contenders), "scenarios": results,
+              "files": [str(out / "incremental.json"), str(out / "incremental.png")]}
+    (out / "incremental.json").write_text(json.dumps(report, indent=2, default=str))
+    chart(results, out / "incremental.png")
+    return report
+
+
+__all__ = ["CONTENDERS", "DEFAULT_SCENARIOS", "run", "run_scenario", "verdicts"]

@@ -1,0 +1,65 @@
+"""The answer a standing query owes at a time point, computed the plain way: ``spark.sql``.
+
+:func:`reference` registers each source *as of* ``t_i`` of a cycle under its own table name and
+runs the spec's query text through Spark, so every result tempura delivers can be checked
+against it. A source as of ``t_i`` is read from the source's own files, not from tempura's
+landing:
+
+- ``arrival: {column: c}``: the rows with ``t_0 < c <= t_i`` (``t_0``: the cycle's origin); for a
+  periodic range query, ``t_i - length < c <= t_i``;
+- ``arrival: {by: file}``: every row of its files (a simulation's replay finds them all at
+  ``t_1``);
+- change data: insertions minus deletions (:func:`tempura.runtime.sources.source_snapshot`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tempura.runtime.sources import SourceData, register_snapshots
+from tempura.scheduler.spec import Cycle, StandingQuery
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_ALWAYS = "__present"
+
+
+def as_of(spark: SparkSession, spec: StandingQuery, cycle: Cycle, index: int) -> dict[str, SourceData]:
+    """Every source of ``spec`` with the rows of ``cycle`` up to ``t_index``, as ``SourceData``."""
+    from pyspark.sql import functions as F
+
+    from tempura.runtime.sources import _time_literal
+
+    catalog = spec.catalog()
+    values = tuple(cycle.time_points.values)
+    window = spec.window
+    out = {}
+    for name, source in spec.sources.items():
+        frame = catalog.tables[name].reader(spark)
+        hidden: tuple[str, ...] = ()
+        if source.arrival.column is None:
+            frame = frame.withColumn(_ALWAYS, _time_literal(values[0]))
+            arrival, hidden = _ALWAYS, (_ALWAYS,)
+        else:
+            arrival = source.arrival.column
+            floor = values[index - 1] - window if window is not None else cycle.origin  # type: ignore[operator]
+            if floor is not None:
+                frame = frame.where(F.col(f"`{arrival}`") > _time_literal(floor))
+        changes = source.changes
+        out[name] = SourceData(name, frame, arrival, changes.op_column if changes else None,
+                               tuple(changes.delete_values) if changes else ("D",), values, hidden=hidden)
+    return out
+
+
+def reference(spark: SparkSession, spec: StandingQuery, cycle: Cycle, index: int) -> DataFrame:
+    """``spark.sql(spec.sql)`` over the sources as of ``t_index`` of ``cycle`` (the query
+    transpiled to Spark SQL by sqlglot when the spec's dialect is another)."""
+    import sqlglot
+
+    register_snapshots(spark, as_of(spark, spec, cycle, index), index)
+    text = spec.sql if spec.dialect == "spark" else sqlglot.transpile(spec.sql, read=spec.dialect, write="spark")[0]
+    return spark.sql(text)
+
+
+__all__ = ["as_of", "reference"]

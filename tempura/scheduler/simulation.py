@@ -1,0 +1,108 @@
+"""Simulated cycles of a standing query under one method, measured and checked.
+
+:func:`simulate` replays cycle 0 of a spec with the runner (``tempura run --simulate``), from a
+clean job folder, under ``auto`` or a forced method, and returns what each time point did: wall
+and executor CPU seconds (Spark's status store), the estimate the plan made, and — for every
+delivered result — whether it equals ``spark.sql`` over that time point's snapshot
+(:mod:`tempura.scheduler.reference`). The demo and ``tempura bench incremental`` compare methods
+with it.
+
+The *measured objective* of a run is the spec's objective applied to what was measured:
+``Σ w_i · cpu_i``, with ``cpu_i`` the executor CPU seconds of time point ``i``; the *estimated
+objective* is the first plan's ``Σ w_i · c_i``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from tempura.runtime import compare_results
+from tempura.scheduler.reference import reference
+from tempura.scheduler.runner import Runner, job_folder
+from tempura.scheduler.spec import StandingQuery
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass
+class PointMeasure:
+    """One time point of a simulated run."""
+
+    index: int
+    wall_seconds: float
+    cpu_seconds: float
+    estimated_seconds: float
+    fragments: int
+    delivered: bool
+    correct: bool | None = None  # None: nothing delivered, or not checked
+    detail: str = ""
+
+
+@dataclass
+class MethodRun:
+    """A whole simulated cycle under one method."""
+
+    spec: str
+    method: str
+    uses: str  # the rules the first plan uses (``ivm+ojv`` …)
+    weights: tuple[float, ...]
+    estimated_objective: float  # seconds
+    points: list[PointMeasure] = field(default_factory=list)
+
+    @property
+    def measured_objective(self) -> float:
+        """``Σ w_i · cpu_i`` in seconds."""
+        return math.fsum(w * p.cpu_seconds for w, p in zip(self.weights, self.points))
+
+    @property
+    def cpu_seconds(self) -> float:
+        return math.fsum(p.cpu_seconds for p in self.points)
+
+    @property
+    def wall_seconds(self) -> float:
+        return math.fsum(p.wall_seconds for p in self.points)
+
+    @property
+    def correct(self) -> bool:
+        """Every delivered result checked and equal to the reference."""
+        return all(p.correct for p in self.points if p.delivered)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["measured_objective"] = self.measured_objective
+        data["correct"] = self.correct
+        return data
+
+
+def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Path, check: bool = True,
+             progress: Callable[[str, int, int], None] | None = None) -> MethodRun:
+    """Run cycle 0 of ``spec`` under ``method`` from scratch (an earlier simulation of the same
+    method in ``workdir`` is deleted first); ``check``: compare every delivered result with
+    :func:`~tempura.scheduler.reference.reference`."""
+    runner = Runner(spec, spark, workdir, method, simulate=True, progress=progress)
+    runner.files.delete(job_folder(workdir, spec, method))
+    runner.store.root.mkdir(parents=True, exist_ok=True)
+    cycle = spec.cycle(0)
+    assert cycle is not None
+    first = runner.plan(cycle, 1, {}, None)
+    run = MethodRun(spec.name, method, "+".join(first.methods), tuple(first.objective.weights),
+                    first.cost.weighted / 1e9)
+    for result in runner.run_cycle(cycle):
+        info = result.manifest["run"]
+        point = PointMeasure(result.index, float(info["wall_seconds"]), float(info["cpu_seconds"]),
+                             float(info["estimated_seconds"]), len(result.manifest.get("fragments", [])),
+                             result.delivered is not None)
+        if check and result.delivered is not None:
+            expected = [tuple(r) for r in reference(spark, spec, cycle, result.index).collect()]
+            actual = [tuple(r) for r in spark.read.parquet(result.delivered).collect()]
+            outcome = compare_results(expected, actual)
+            point.correct, point.detail = outcome.equal, outcome.reason
+        run.points.append(point)
+    return run
+
+
+__all__ = ["MethodRun", "PointMeasure", "simulate"]
