@@ -337,3 +337,35 @@ def test_sources_differing_only_in_case(tmp_path: Path) -> None:
     path = write(tmp_path, text)
     with pytest.raises(SpecError, match=r"line 9: sources\.SALES: source 'sales' is already declared"):
         load_spec(path)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "key", "message"),
+    [
+        ("path: data/sales", "path: ../elsewhere", 6, "sources.sales.path", "'../elsewhere' is outside the spec's folder"),
+        ("path: data/sales", "path: data/../../elsewhere", 6, "sources.sales.path", "is outside the spec's folder"),
+        ("path: data/sales", "path: file:../elsewhere", 6, "sources.sales.path", "is outside the spec's folder"),
+        ("preset: deadline", "preset: deadline\noutput:\n  path: ../out", 14, "output.path",
+         "'../out' is outside the spec's folder"),
+        ("preset: deadline", "preset: deadline\noutput: {path: .}", 13, "output.path",
+         "the output folder cannot be the spec's own folder"),
+        (INLINE_QUERY, "query_file: ../query.sql\n", 2, "query_file", "is outside the spec's folder"),
+    ],
+)
+def test_paths_outside_the_spec_folder(tmp_path: Path, old: str, new: str, line: int, key: str, message: str) -> None:
+    folder = tmp_path / "job"
+    write(tmp_path, "SELECT 1 AS one\n", "query.sql")
+    path = write(folder, SPEC.replace(old, new))
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    text = str(error.value)
+    assert text.startswith(f"{path}, line {line}: {key}: "), text
+    assert message in text and "\n" not in text
+
+
+def test_paths_inside_the_spec_folder_and_uris_are_accepted(tmp_path: Path) -> None:
+    text = SPEC.replace("path: data/sales", "path: data/../sales").replace(
+        "preset: deadline", "preset: deadline\noutput: {path: s3a://bucket/out}")
+    spec = load(tmp_path / "job", text)
+    assert spec.location("sales") == str((tmp_path / "job" / "sales").resolve())
+    assert spec.model.output is not None and spec.model.output.path == "s3a://bucket/out"

@@ -154,7 +154,8 @@ def interval_rows(
     landed: DataFrame | None,
 ) -> tuple[DataFrame, DataFrame | None]:
     """The rows of interval ``index`` (with ``__tp`` and, for deleting feeds, ``__op``), and the
-    late rows set aside under ``late: reject`` (``None`` when none can be).
+    late rows (``None`` when none can be): set aside under ``late: reject``, taken into the
+    interval under ``late: next``.
 
     ``source``: the source's rows with their files; ``new_files``: the files first found now;
     ``landed``: the rows landed at earlier intervals (for a range query's deletions)."""
@@ -163,7 +164,7 @@ def interval_rows(
     start = values[index - 2] if index > 1 else origin
     end = values[index - 1]
     is_new = _col(FILE).isin(sorted(new_files)) if new_files else F.lit(False)
-    rejected: DataFrame | None = None
+    late_found: DataFrame | None = None
     if feed.arrival_column is None:  # by file: a file's rows arrive when it is first found
         rows = source.where(is_new)
     else:
@@ -187,7 +188,8 @@ def interval_rows(
                 rows = source.where(on_time | late_rows)
             else:
                 rows = source.where(on_time)
-                rejected = source.where(late_rows)
+            if new_files:
+                late_found = source.where(late_rows).drop(FILE)
     out = rows.withColumn(TP, F.lit(index).cast("int"))
     if feed.deletes:
         op = F.lit("I")
@@ -201,9 +203,7 @@ def interval_rows(
         low, high = _shift(start, feed.window), _shift(end, feed.window)
         gone = landed.where((_col(OP) == "I") & (leaving > _time_literal(low)) & (leaving <= _time_literal(high)))
         out = out.unionByName(gone.withColumn(TP, F.lit(index).cast("int")).withColumn(OP, F.lit("D")))
-    if rejected is not None:
-        rejected = rejected.drop(FILE)
-    return out, rejected
+    return out, late_found
 
 
 def landing_data(spark: SparkSession, feed: Feed, folders: Sequence[str], schema: StructType, k: int) -> SourceData:

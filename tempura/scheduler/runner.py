@@ -203,8 +203,12 @@ class Runner:
             return PointResult(label, index, value, skipped=True, manifest=committed)
         if index > 1 and self.store.manifest(label, index - 1) is None:
             raise RunError(f"t{index} of cycle {label} cannot run before t{index - 1} is committed")
+        for name, feed in self.feeds.items():
+            if not self.files.exists(feed.location):
+                raise RunError(f"{self.spec.path}: sources.{name}.path: {feed.location} does not exist (nothing was run)")
         self.store.discard_uncommitted(label, index)
         previous = self.store.manifest(label, index - 1) if index > 1 else None
+        self._check_drift(previous)
         saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
         plan = self.plan(cycle, index, saved, previous)
         self.store.save_plan(label, index, plan.to_json())
@@ -287,9 +291,32 @@ class Runner:
     # -- planning and re-optimisation ----------------------------------------------------------
 
     def prepared(self) -> Prepared:
+        """The spec bound for planning, with statistics of the job's sources: collected through
+        Spark for a source whose files have none stored, or changed since (kept per job, so two
+        jobs with a table of the same name do not share them)."""
         if self._prepared is None:
-            self._prepared = prepare(self.spec, self.spark, self.workdir)
+            stats_root = job_folder(self.workdir, self.spec)
+            self._analyze_sources(stats_root)
+            self._prepared = prepare(self.spec, self.spark, stats_root)
         return self._prepared
+
+    def _analyze_sources(self, stats_root: Path) -> None:
+        from tempura.stats import StatsStore
+        from tempura.stats.collect import analyze_tables
+        from tempura.stats.store import file_state
+
+        catalog = self.spec.catalog()
+        store = StatsStore(stats_root)
+        stale = []
+        for name, table in catalog.tables.items():
+            stored = store.load(name)
+            state = file_state(table, self.spark)
+            if stored is None or (state is not None and state.digest != stored.fingerprint):
+                stale.append(name)
+        if stale:
+            if self.progress is not None:
+                self.progress(f"statistics of {', '.join(stale)}", 0, 1)
+            analyze_tables(self.spark, catalog, stale, store)
 
     def plan(self, cycle: Cycle, index: int, saved: dict[str, SavedState], previous: dict[str, Any] | None) -> MultiTimePlan:
         """The plan for ``index`` and the rest of the cycle, given what is committed."""
@@ -342,31 +369,38 @@ class Runner:
 
     # -- landing -------------------------------------------------------------------------------
 
+    def _check_drift(self, previous: dict[str, Any] | None) -> None:
+        """Stop the time point before it plans (planning reads the sources) if a file first found
+        now has columns other than its source's: those the last commit recorded, or the source's
+        own at ``t_1``."""
+        from pyspark.sql.types import StructType
+
+        for name, feed in self.feeds.items():
+            seen = set((previous or {}).get("seen_files", {}).get(name, []))
+            new = [f[0] for f in self.files.data_files(feed.location) if f[0] not in seen]
+            recorded = (previous or {}).get("schemas", {}).get(name)
+            reference = StructType.fromJson(json.loads(recorded)) if recorded else read_source(self.spark, feed).schema
+            check_schema(self.spark, feed, StructType([f for f in reference.fields if f.name not in (TP, OP)]), new)
+
     def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None,
               tick: Callable[[str], None]) -> dict[str, Landed]:
         from pyspark.sql import functions as F
-        from pyspark.sql.types import StructType
 
         out = {}
         label = cycle.label
         for name, feed in self.feeds.items():
-            if not self.files.exists(feed.location):
-                raise RunError(f"{self.spec.path}: sources.{name}.path: {feed.location} does not exist (nothing was run)")
             seen = set((previous or {}).get("seen_files", {}).get(name, []))
             files = self.files.data_files(feed.location)
             new = [f for f in files if f[0] not in seen]
             raw = read_source(self.spark, feed)
-            recorded = (previous or {}).get("schemas", {}).get(name)
-            reference = StructType.fromJson(json.loads(recorded)) if recorded else raw.schema
-            check_schema(self.spark, feed, StructType([f for f in reference.fields if f.name not in (TP, OP)]), [f[0] for f in new])
             schema = landed_schema(feed, raw.schema)
             self._schemas[name] = schema
             landed_before = None
             if feed.window is not None and index > 1:
                 folders = [uri(self.store.landing_interval(label, name, i)) for i in range(1, index)]
                 landed_before = self.spark.read.schema(schema).parquet(*folders)
-            rows, rejected = interval_rows(feed, raw, {f[0] for f in new}, cycle.origin,
-                                           cycle.time_points.values, index, self.spec.model.late, landed_before)
+            rows, late = interval_rows(feed, raw, {f[0] for f in new}, cycle.origin,
+                                       cycle.time_points.values, index, self.spec.model.late, landed_before)
             pending = self.store.pending(label) / "landing" / name
             with self.meter.measure(f"land {name}") as written:
                 write_frame(rows.select(*[F.col(f"`{c.name}`") for c in schema.fields]), pending)
@@ -376,11 +410,13 @@ class Runner:
             if feed.deletes:
                 deletions = self.spark.read.schema(schema).parquet(uri(final)).where(F.col(OP) == "D").count()
             land = Landed(name, index, total, deletions, new_files=new, path=uri(final))
-            if rejected is not None:
+            if late is not None and self.spec.model.late == "next":
+                land.late = late.count()
+            elif late is not None:
                 target = self.store.cycle_dir(label) / "rejected" / name / f"i={index:03d}"
                 staging = self.store.pending(label) / "rejected" / name
                 with self.meter.measure(f"reject late rows of {name}") as set_aside:
-                    write_frame(rejected, staging)
+                    write_frame(late, staging)
                 land.rejected = set_aside.rows_written
                 self.files.delete(target)
                 self.files.rename(staging, target)
