@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Literal
 
 from sqlglot import exp
 
@@ -92,11 +92,92 @@ class Bound:
 
 
 def spark_type(node: exp.Expr | None) -> str:
-    """The Spark SQL type string sqlglot annotated on ``node``."""
+    """The Spark SQL type string of ``node``: sqlglot's annotation, with the type of arithmetic on
+    decimals as Spark derives it (:func:`decimal_of`)."""
+    if isinstance(node, _ARITHMETIC) or (isinstance(node, exp.Literal) and not node.is_string):
+        decimal = decimal_of(node)
+        if decimal == "double":
+            return "double"
+        if decimal is not None:
+            return f"decimal({decimal[0]},{decimal[1]})"
+    return _annotated(node)
+
+
+def _annotated(node: exp.Expr | None) -> str:
     dtype = getattr(node, "type", None)
     if dtype is None or dtype.this == exp.DataType.Type.UNKNOWN:
         return UNKNOWN_TYPE
     return dtype.sql(dialect="spark").lower().replace(", ", ",")
+
+
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg)
+_INTEGRAL_DIGITS = {"tinyint": 3, "byte": 3, "smallint": 5, "short": 5, "int": 10, "integer": 10, "bigint": 20, "long": 20}
+_FLOATING = ("float", "double", "real")
+_MAX_PRECISION = 38
+_MIN_ADJUSTED_SCALE = 6
+
+DecimalShape = tuple[int, int] | Literal["double"] | None
+
+
+def _bounded(precision: int, scale: int) -> tuple[int, int]:
+    """Spark's precision-loss rule: past 38 digits, keep the integral digits and cut the scale,
+    but not below 6 (``DecimalType.adjustPrecisionScale``)."""
+    if precision <= _MAX_PRECISION:
+        return precision, scale
+    integral = precision - scale
+    return _MAX_PRECISION, max(_MAX_PRECISION - integral, min(scale, _MIN_ADJUSTED_SCALE))
+
+
+def decimal_of(node: exp.Expr) -> DecimalShape:
+    """``(precision, scale)`` of a decimal-valued expression as Spark types it; ``"double"`` when
+    a floating-point operand makes decimal arithmetic ``double``; ``None`` when it is no decimal.
+
+    A numeric literal with a point is a decimal of its digits (``0.05``: ``decimal(2,2)``);
+    integral operands of decimal arithmetic count as ``decimal(10,0)`` (``int``), ``decimal(20,0)``
+    (``bigint``), an integer literal by its digits. ``+``/``-`` give scale ``max(s1,s2)`` and one
+    more integral digit, ``*`` adds precisions (+1) and scales, ``/`` has scale
+    ``max(6, s1 + p2 + 1)``; past 38 digits the scale is cut (:func:`_bounded`)."""
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return decimal_of(node.this)
+    if isinstance(node, exp.Literal) and not node.is_string:
+        whole, dot, fraction = node.this.lstrip("-").partition(".")
+        if dot and (whole + fraction).isdigit():
+            return max(1, len(whole.lstrip("0") + fraction), len(fraction)), len(fraction)
+        return None
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
+        left, right = decimal_of(node.left), decimal_of(node.right)
+        if left == "double" or right == "double":
+            return "double"
+        if left is None and right is None:
+            return None
+        left = left if left is not None else _integral_as_decimal(node.left)
+        right = right if right is not None else _integral_as_decimal(node.right)
+        if not isinstance(left, tuple) or not isinstance(right, tuple):
+            return None
+        (p1, s1), (p2, s2) = left, right
+        if isinstance(node, (exp.Add, exp.Sub)):
+            scale = max(s1, s2)
+            return _bounded(max(p1 - s1, p2 - s2) + scale + 1, scale)
+        if isinstance(node, exp.Mul):
+            return _bounded(p1 + p2 + 1, s1 + s2)
+        scale = max(_MIN_ADJUSTED_SCALE, s1 + p2 + 1)
+        return _bounded(p1 - s1 + s2 + scale, scale)
+    text = aggregate_type(node) if isinstance(node, (exp.AggFunc, exp.Filter)) else _annotated(node)
+    if text in _FLOATING:
+        return "double"
+    if text.startswith("decimal"):
+        inside = text[text.index("(") + 1 : -1] if "(" in text else "10,0"
+        precision, scale = (int(x) for x in inside.split(","))
+        return precision, scale
+    return None
+
+
+def _integral_as_decimal(node: exp.Expr) -> tuple[int, int] | None:
+    """An integral operand of decimal arithmetic as the decimal Spark widens it to."""
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+        return max(1, len(node.this.lstrip("-").lstrip("0"))), 0
+    digits = _INTEGRAL_DIGITS.get(_annotated(node))
+    return (digits, 0) if digits is not None else None
 
 
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")
