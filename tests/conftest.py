@@ -1,9 +1,10 @@
-"""Shared fixtures: one SparkSession for the whole run, TPC-H at scale 0.01, the --rewrite flag."""
+"""Shared fixtures: one SparkSession for the whole run (and its settings for tiny data), TPC-H at
+scale 0.01, the --rewrite flag."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -26,6 +27,28 @@ def spark() -> Iterator[object]:
     session = get_spark(master="local[2]", conf={"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+
+
+FAST = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+
+@pytest.fixture(scope="module")
+def fast_spark(spark: Any) -> Iterator[Any]:
+    """The session with settings for tiny data (one shuffle partition, no code generation: several
+    times faster on a few thousand rows), restored after the module."""
+    before = {key: spark.conf.get(key, None) for key in FAST}
+    for key, value in FAST.items():
+        spark.conf.set(key, value)
+    yield spark
+    for key, value in before.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
 
 
 @pytest.fixture(scope="session")

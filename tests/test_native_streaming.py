@@ -16,7 +16,7 @@ from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
 from tempura.scheduler.spec import StandingQuery
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
 SPEC = """name: {name}
 query: |

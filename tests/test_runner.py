@@ -18,7 +18,7 @@ from tempura.scheduler import load_spec
 from tempura.scheduler.history import History
 from tempura.scheduler.runner import Runner
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
 START = dt.datetime(2026, 11, 22)
 
@@ -47,18 +47,32 @@ def delivered(spark: Any, path: str) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in spark.read.parquet(path).collect()]
 
 
-@pytest.mark.parametrize("method", ["auto", "batch", "ivm", "ojv", "streaming"])
-def test_every_method_delivers_the_reference_at_every_time_point(method: str, spark: Any, scenario: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cycles(fast_spark: Any, scenario: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Runner, list[Any]]]:
+    """One simulated cycle per method (each in its own job folder), shared by the tests below."""
     spec = load_spec(scenario)
-    runner = Runner(spec, spark, tmp_path, method, simulate=True)
-    results = runner.run_cycle()
+    workdir = tmp_path_factory.mktemp("cycles")
+    out = {}
+    for method in ("auto", "batch", "ivm", "ojv", "streaming"):
+        runner = Runner(spec, fast_spark, workdir, method, simulate=True)
+        out[method] = (runner, runner.run_cycle())
+    return out
+
+
+@pytest.mark.parametrize("method", ["auto", "batch", "ivm", "ojv", "streaming"])
+def test_every_method_delivers_the_reference_at_every_time_point(method: str, spark: Any, scenario: Path,
+                                                                 cycles: dict[str, tuple[Runner, list[Any]]]) -> None:
+    spec = load_spec(scenario)
+    runner, results = cycles[method]
     assert [r.index for r in results] == [1, 2, 3, 4]
     for r in results:
         expected = reference(spark, spec, r.index)
         assert r.delivered is not None
         outcome = compare_results(expected, delivered(spark, r.delivered))
         assert outcome.equal, f"{method} t{r.index}: {outcome.reason}"
-        assert r.manifest["run"]["cpu_seconds"] > 0
+    assert sum(r.manifest["run"]["cpu_seconds"] for r in results) > 0
+    for r in results:  # each fragment's work is measured, a state's save included
+        assert all(f["cpu_seconds"] > 0 for f in r.manifest["fragments"]), r.manifest["fragments"]
     if method == "streaming":
         assert any(f["streaming"] for r in results for f in r.manifest["fragments"])
         assert any(r.manifest["streams"] for r in results)
@@ -106,10 +120,8 @@ def test_an_attempt_that_dies_is_redone_from_scratch(spark: Any, scenario: Path,
     assert fresh.store.manifest(label, 2)["landed"]["sales"]["rows"] == arrived  # landed once, not twice
 
 
-def test_states_no_later_fragment_reads_are_deleted(spark: Any, scenario: Path, tmp_path: Path) -> None:
-    spec = load_spec(scenario)
-    runner = Runner(spec, spark, tmp_path, "ivm", simulate=True)
-    results = runner.run_cycle()
+def test_states_no_later_fragment_reads_are_deleted(cycles: dict[str, tuple[Runner, list[Any]]]) -> None:
+    runner, results = cycles["ivm"]
     label = results[0].cycle
     states = runner.store.cycle_dir(label) / "states"
     alive = [{s["folder"] for s in r.manifest["states"]} for r in results]

@@ -478,40 +478,19 @@ def check_auto_is_cheapest(plans: dict[str, MultiTimePlan], case: Case) -> None:
         )
 
 
-FAST = {
-    "spark.sql.shuffle.partitions": "1",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-
-
-@pytest.fixture(scope="module")
-def fast_spark(spark: Any) -> Iterator[Any]:
-    """The session with settings for tiny data, restored afterwards."""
-    before = {key: spark.conf.get(key, None) for key in FAST}
-    for key, value in FAST.items():
-        spark.conf.set(key, value)
-    yield spark
-    for key, value in before.items():
-        if value is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, value)
-
-
 # -- the properties --------------------------------------------------------------------------------
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@settings(max_examples=8, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=5, **SETTINGS)  # type: ignore[arg-type]
 @given(case=cases())
 def test_every_method_delivers_the_reference(fast_spark: Any, case: Case) -> None:
     check_case(fast_spark, case)
 
 
-@settings(max_examples=12, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=8, **SETTINGS)  # type: ignore[arg-type]
 @given(case=cases())
 def test_auto_is_the_cheapest(case: Case) -> None:
     for objective in ("deadline", "total"):
