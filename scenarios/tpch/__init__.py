@@ -12,7 +12,7 @@ the scenario's, then each scenario writes the tables its query reads under its o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from tempura import tpch
 
@@ -41,3 +41,12 @@ def generate(spark: SparkSession, out: Path, scale: float, tables: tuple[str, ..
         frame.coalesce(2 if table in ARRIVING else 1).write.mode("overwrite").parquet(str(target))
         counts[table] = spark.read.parquet(str(target)).count()
     return counts
+
+
+def generator(*tables: str) -> Callable[[SparkSession, Path, float], dict[str, int]]:
+    """The ``generate(spark, out, scale)`` of a TPC-H scenario whose query reads ``tables``."""
+
+    def generate_tables(spark: SparkSession, out: Path, scale: float) -> dict[str, int]:
+        return generate(spark, out, scale, tables)
+
+    return generate_tables
