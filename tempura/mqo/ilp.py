@@ -76,8 +76,7 @@ def solver(time_limit: float = DEFAULT_TIME_LIMIT, preferred: tuple[str, ...] = 
     """The first available solver of ``preferred``, exact to the optimum (no relative gap)."""
     for name in preferred:
         if name == "HiGHS":
-            candidate = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=PROOF_TOLERANCE / 10, gapAbs=0.0, threads=1,
-                                   mip_feasibility_tolerance=1e-9, primal_feasibility_tolerance=1e-9)
+            candidate = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=PROOF_TOLERANCE / 10, gapAbs=0.0, threads=1)
         elif name in ("COIN_CMD", "PULP_CBC_CMD") and hasattr(pulp, name):
             candidate = getattr(pulp, name)(msg=False, timeLimit=time_limit, gapRel=0.0)
         else:

@@ -27,6 +27,8 @@ from tempura.mqo.instance import Instance
 SELECTORS = ("auto", "greedy", "ilp", "off")
 DEFAULT_ILP_LIMIT = 200
 DEFAULT_TIME_LIMIT = 10.0
+DEFAULT_PROOF_LIMIT = 1.0
+TIE_TOLERANCE = 1e-9  # relative: objectives closer than this are equal
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,17 @@ class MqoOptions:
     the greedy otherwise), ``greedy`` or ``ilp`` (always); ``off``: the planner keeps the memo
     search's own plan, which prices each read of a state alone and shares nothing. ``budget``: the most bytes kept at once.
     ``check``: solve the ILP beside the greedy even above the limit, to measure the gap.
-    ``time_limit``: seconds the solver may take before its best solution so far is used."""
+    ``time_limit``: seconds the solver may take before its best solution so far is used.
+    ``proof_limit``: under ``auto``, when the greedy has a plan, the ILP only improves on it or
+    proves it optimal: it gets this many seconds (the greedy's plan is usually optimal already,
+    and proving it can take the solver far longer than finding it)."""
 
     selector: str = "auto"
     ilp_limit: int = DEFAULT_ILP_LIMIT
     budget: float | None = None
     check: bool = False
     time_limit: float = DEFAULT_TIME_LIMIT
+    proof_limit: float = DEFAULT_PROOF_LIMIT
 
     def __post_init__(self) -> None:
         if self.selector not in SELECTORS:
@@ -114,7 +120,10 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
     small = instance.binaries() <= options.ilp_limit
     as_selector = options.selector == "ilp" or (options.selector == "auto" and small) or found is None
     upper = found.objective if found is not None else None
-    solved = ilp.solve(instance, budget, options.time_limit, upper, found.kept if found else None) if as_selector or options.check else None
+    limit = options.time_limit
+    if options.selector == "auto" and found is not None and not options.check:
+        limit = min(limit, options.proof_limit)
+    solved = ilp.solve(instance, budget, limit, upper, found.kept if found else None) if as_selector or options.check else None
     if solved is not None and not math.isfinite(solved.objective):
         solved = None  # infeasible, or no solution within the time limit
     if found is None and solved is None:
@@ -123,12 +132,15 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
             raise BudgetError(f"no plan keeps its states within the budget of {format_bytes(budget)}: the smallest budget "
                               f"that works is {'' if proven else 'about '}{format_bytes(least, up=True)}")
         raise TempuraError("no plan delivers the results with the states this method may keep")
-    # a solve stopped by its time limit may be worse than the greedy's: then the greedy decides
-    if solved is not None and as_selector and (found is None or solved.objective <= found.objective * (1 + 1e-9)):
+    greedy_table = CostTable(instance, found.kept) if found is not None else None
+    if solved is not None and as_selector:
         table = CostTable(instance, solved.kept, solved.until)
         drop_unneeded(table, budget)  # among equally cheap plans, the one keeping less
-        return Selection(table.kept, table.objective(), "ilp", table, found, solved)
-    assert found is not None
-    table = CostTable(instance, found.kept)
-    return Selection(set(found.kept), table.objective(), "greedy", table, found, solved)
+        # A solve stopped by its time limit may be worse than the greedy's, and among equally
+        # cheap plans the solver's pick depends on its search: the greedy's plan, which is
+        # deterministic, decides unless the solver's is strictly cheaper.
+        if greedy_table is None or table.objective() < greedy_table.objective() * (1 - TIE_TOLERANCE):
+            return Selection(table.kept, table.objective(), "ilp", table, found, solved)
+    assert found is not None and greedy_table is not None
+    return Selection(set(found.kept), greedy_table.objective(), "greedy", greedy_table, found, solved)
 
