@@ -634,7 +634,7 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
               help="Under --selector auto, the most binary variables for which the ILP decides (default: the planner's).")
 @click.option("--state-budget", "state_budget", default=None, metavar="SIZE",
               help="The most bytes of kept states alive at once (10GB, 512MB, 2GiB); overrides the spec's state_budget.")
-@click.option("--workdir", default=".tempura", show_default=True, help="Where statistics are stored.")
+@click.option("--workdir", default=".tempura", show_default=True, help="The workdir of tempura run: the job's statistics are read there (and collected where missing).")
 @user_errors
 def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[str, ...], show_sql: bool, selector: str,
                  ilp_limit: int | None, state_budget: str | None, workdir: str) -> None:
@@ -643,8 +643,9 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     and every method's cost vector and objective side by side."""
     from tempura.mqo import MqoOptions
     from tempura.scheduler import load_spec
-    from tempura.scheduler.planning import needs_spark, plan_spec, prepare
+    from tempura.scheduler.planning import analyze_sources, job_folder, needs_spark, plan_spec, prepare, stale_sources
     from tempura.scheduler.spec import parse_size
+    from tempura.stats.store import file_state
     from tempura.tvr.render import alternatives_text, plan_dot, plan_text
 
     loaded = load_spec(spec)
@@ -652,12 +653,18 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
         budget = parse_size(state_budget) if state_budget is not None else None
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--state-budget") from None
+    # the statistics the job plans with: collected as 'tempura run' would, where the sources'
+    # files have none yet (or changed since)
+    stats_root = job_folder(workdir, loaded)
+    readable = [name for name, table in loaded.catalog().tables.items() if file_state(table) is not None]
+    stale = [name for name in stale_sources(loaded, stats_root) if name in readable]
     spark = None
-    if needs_spark(loaded):
+    if needs_spark(loaded) or stale:
         from tempura.runtime import get_spark
 
         spark = get_spark()
-    prepared = prepare(loaded, spark, workdir)
+        analyze_sources(spark, loaded, stats_root, stale)
+    prepared = prepare(loaded, spark, stats_root)
     errors: dict[str, TempuraError] = {}
     options = MqoOptions(selector=selector, budget=budget)
     if ilp_limit is not None:

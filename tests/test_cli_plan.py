@@ -157,3 +157,21 @@ def test_bad_query_name_is_a_one_line_error(command: list[str]) -> None:
     result = CliRunner().invoke(main, [*command, "--query", "q23"])
     assert result.exit_code == 2 and result.exception is not None
     assert "--query q23: not a query name" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.spark
+def test_plan_uses_the_statistics_the_run_plans_with(spec: Path, spark: object) -> None:
+    """The job's sources are analysed where they have no statistics, into the job's folder that
+    ``tempura run`` reads; the estimates then see the data (3 categories, not a guess)."""
+    from pyspark.sql import SparkSession
+
+    assert isinstance(spark, SparkSession)
+    sales = [(f"o{i}", f"c{i % 3}", 10 + i, 1 + i % 2) for i in range(60)]
+    returns = [(f"o{i}", 5, 2) for i in range(0, 60, 7)]
+    spark.createDataFrame(sales, "o_id string, category string, price bigint, arrives int").write.parquet(str(spec.parent / "data" / "sales"))
+    spark.createDataFrame(returns, "o_id string, cost bigint, arrives int").write.parquet(str(spec.parent / "data" / "returns"))
+    text = plan(spec, "--method", "batch")
+    stats = spec.parent / "w" / "jobs" / "gross_by_category" / "stats"
+    assert sorted(p.name for p in stats.glob("*.json")) == ["returns.json", "sales.json"]
+    final = [line for line in text.splitlines() if "HashAggregate final keys=[category]" in line]
+    assert final and all(" rows=3 " in line for line in final), final

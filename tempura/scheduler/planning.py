@@ -63,6 +63,36 @@ def hidden_columns(spec: StandingQuery, table: str) -> set[str]:
     return {source.changes.op_column.lower(), source.arrival.column.lower()}
 
 
+def job_folder(workdir: str | Path, spec: StandingQuery, simulate_method: str | None = None) -> Path:
+    """Where a job keeps its statistics, cycles and history; a simulation of one method keeps its
+    cycles and history apart (the statistics of the sources are the job's)."""
+    root = Path(workdir) / "jobs" / spec.name
+    return root / f"simulate-{simulate_method}" if simulate_method else root
+
+
+def stale_sources(spec: StandingQuery, stats_root: Path, spark: SparkSession | None = None) -> list[str]:
+    """The sources of ``spec`` whose files have no statistics under ``stats_root``, or changed
+    since they were collected (a source that cannot be listed counts as stale when it has none)."""
+    from tempura.stats.store import file_state
+
+    store = StatsStore(stats_root)
+    stale = []
+    for name, table in spec.catalog().tables.items():
+        stored = store.load(name)
+        state = file_state(table, spark)
+        if stored is None or (state is not None and state.digest != stored.fingerprint):
+            stale.append(name)
+    return stale
+
+
+def analyze_sources(spark: SparkSession, spec: StandingQuery, stats_root: Path, stale: list[str]) -> None:
+    """Collect statistics of the ``stale`` sources into ``stats_root``."""
+    from tempura.stats.collect import analyze_tables
+
+    if stale:
+        analyze_tables(spark, spec.catalog(), stale, StatsStore(stats_root))
+
+
 def needs_spark(spec: StandingQuery) -> bool:
     """Whether planning must read the data: a source without a declared schema or arrival."""
     return any(s.schema_ is None or s.expected is None for s in spec.sources.values())

@@ -38,7 +38,7 @@ from tempura.runtime.ingest import OP, TP, Feed, Landed, check_schema, interval_
 from tempura.runtime.metrics import Meter
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
-from tempura.scheduler.planning import Prepared, plan_spec, prepare
+from tempura.scheduler.planning import Prepared, analyze_sources, job_folder, plan_spec, prepare, stale_sources
 from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
 from tempura.scheduler.spec import Cycle, StandingQuery
 from tempura.stats import Estimator
@@ -87,12 +87,6 @@ def feeds(spec: StandingQuery) -> dict[str, Feed]:
             tuple(changes.delete_values) if changes else ("D",), spec.window,
         )
     return out
-
-
-def job_folder(workdir: str | Path, spec: StandingQuery, simulate_method: str | None = None) -> Path:
-    """Where a job keeps its cycles and history; a simulation of one method has its own."""
-    root = Path(workdir) / "jobs" / spec.name
-    return root / f"simulate-{simulate_method}" if simulate_method else root
 
 
 def plan_id(plan: MultiTimePlan) -> str:
@@ -301,22 +295,10 @@ class Runner:
         return self._prepared
 
     def _analyze_sources(self, stats_root: Path) -> None:
-        from tempura.stats import StatsStore
-        from tempura.stats.collect import analyze_tables
-        from tempura.stats.store import file_state
-
-        catalog = self.spec.catalog()
-        store = StatsStore(stats_root)
-        stale = []
-        for name, table in catalog.tables.items():
-            stored = store.load(name)
-            state = file_state(table, self.spark)
-            if stored is None or (state is not None and state.digest != stored.fingerprint):
-                stale.append(name)
-        if stale:
-            if self.progress is not None:
-                self.progress(f"statistics of {', '.join(stale)}", 0, 1)
-            analyze_tables(self.spark, catalog, stale, store)
+        stale = stale_sources(self.spec, stats_root, self.spark)
+        if stale and self.progress is not None:
+            self.progress(f"statistics of {', '.join(stale)}", 0, 1)
+        analyze_sources(self.spark, self.spec, stats_root, stale)
 
     def plan(self, cycle: Cycle, index: int, saved: dict[str, SavedState], previous: dict[str, Any] | None) -> MultiTimePlan:
         """The plan for ``index`` and the rest of the cycle, given what is committed."""
