@@ -20,6 +20,12 @@ from tempura.tvr import TimePoints
 
 pytestmark = pytest.mark.spark
 
+
+@pytest.fixture(scope="module")
+def spark(fast_spark: Any) -> Any:
+    """The shared session with the tiny-data settings."""
+    return fast_spark
+
 # (g, v, w, at, op): deletions remove the current MIN/MAX of a group, empty group "b" at t3,
 # bring it back at t4, and touch the NULL group
 ROWS = [

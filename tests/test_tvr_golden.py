@@ -26,6 +26,12 @@ from tvrtesting import run_plan
 
 pytestmark = pytest.mark.spark
 
+
+@pytest.fixture(scope="module")
+def spark(fast_spark: Any) -> Any:
+    """The shared session with the tiny-data settings."""
+    return fast_spark
+
 SCHEMAS = {
     "sales": {"o_id": "string", "category": "string", "price": "bigint", "arrives": "int"},
     "returns": {"o_id": "string", "cost": "bigint", "arrives": "int"},

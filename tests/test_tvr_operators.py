@@ -41,6 +41,12 @@ from tempura.tvr.zset import MULT
 
 pytestmark = pytest.mark.spark
 
+
+@pytest.fixture(scope="module")
+def spark(fast_spark: Any) -> Any:
+    """The shared session with the tiny-data settings."""
+    return fast_spark
+
 Row = tuple[Any, ...]
 
 

@@ -17,6 +17,12 @@ from tempura.tvr import TimePoints
 
 pytestmark = pytest.mark.spark
 
+
+@pytest.fixture(scope="module")
+def spark(fast_spark: Any) -> Any:
+    """The shared session with the tiny-data settings."""
+    return fast_spark
+
 S = [(1, "x", 1, "I"), (2, "y", 1, "I"), (2, "y", 1, "I"), (3, "z", 2, "I"), (1, "x", 2, "D"), (4, "w", 3, "I"), (None, "n", 1, "I")]
 R = [(1, 1, "I"), (2, 2, "I"), (2, 3, "D"), (3, 3, "I"), (4, 2, "I"), (4, 3, "D"), (None, 1, "I")]
 SCHEMAS = {"s": {"a": "int", "t": "string"}, "r": {"b": "int"}}
