@@ -1,23 +1,30 @@
-"""``tempura bench join-order``: TPC-H queries written in a bad join order, three planners.
+"""``tempura bench join-order``: TPC-H queries written in a bad join order, four planners.
 
 The queries (``queries/join_order/``) are TPC-H Q2, Q3, Q5, Q7, Q8, Q9, Q10, Q11, Q18 and Q21
 with the FROM lists rewritten adversarially: big tables first, tables without a predicate
 between them side by side. Contenders, on the same analysed tables:
 
-- ``spark-written``: Spark with ``spark.sql.cbo.enabled`` off — it joins in written order (its
-  rule-based ``ReorderJoin`` only moves a table to avoid a cross product);
+- ``spark-written``: Spark as written, CBO off: its rule-based ``ReorderJoin`` excluded too, so
+  the tables are joined left-deep in FROM order, with a cross product wherever two adjacent
+  tables have no predicate between them;
+- ``spark-rules``: Spark's defaults with CBO off: ``ReorderJoin`` moves a table forward only to
+  avoid a cross product, the written order otherwise;
 - ``spark-cbo``: Spark with ``spark.sql.cbo.enabled`` and ``spark.sql.cbo.joinReorder.enabled``
   on, with table and column statistics from ``ANALYZE``;
 - ``tempura``: tempura's plan, run with its join order and join hints (Spark's reordering and
   AQE off).
 
-Spark's other settings are its defaults (adaptive execution on for the two Spark contenders).
+Spark's other settings are its defaults (adaptive execution on for the Spark contenders).
 Each query runs once per contender to warm up, then ``repeat`` rounds in which the contenders
-run one after the other, in an order that rotates each round. The report gives each
-contender's median time, the ratios to tempura, their geometric means, tempura's optimization
-time and memo size, and whether each result equals Spark's; as JSON and a PNG chart.
+run one after the other, in an order that rotates each round. A run still going after
+``timeout`` seconds is cancelled; a contender whose warm-up was cancelled is not run again on
+that query, and its time is reported as the timeout, a lower bound (``timed_out``), as are the
+ratios over it. A query's written order is *bad* when it has a cross product: Spark's physical
+plan for ``spark-written`` holds a ``CartesianProduct`` or a ``BroadcastNestedLoopJoin``. The
+report gives each contender's median time, the ratios to tempura, their geometric means,
+tempura's optimization time and memo size, and whether each result equals Spark's; as JSON and a
+PNG chart.
 """
-
 from __future__ import annotations
 
 import json
@@ -37,10 +44,17 @@ if TYPE_CHECKING:
 
 QUERY_DIR = Path(__file__).parent / "queries" / "join_order"
 QUERIES = ["q02", "q03", "q05", "q07", "q08", "q09", "q10", "q11", "q18", "q21"]
-CONTENDERS = ["spark-written", "spark-cbo", "tempura"]
+CONTENDERS = ["spark-written", "spark-rules", "spark-cbo", "tempura"]
+REFERENCES = ("spark-rules", "spark-cbo", "spark-written")  # the first that finished gives the rows to compare
 
 SPARK_CONF = {
     "spark-written": {
+        "spark.sql.cbo.enabled": "false",
+        "spark.sql.cbo.joinReorder.enabled": "false",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.ReorderJoin",
+    },
+    "spark-rules": {
         "spark.sql.cbo.enabled": "false",
         "spark.sql.cbo.joinReorder.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
@@ -116,22 +130,21 @@ def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeo
     times: dict[str, list[float]] = {c: [] for c in CONTENDERS}
     rows: dict[str, list[tuple[Any, ...]] | None] = {}
     for contender in CONTENDERS:  # warm-up, and the rows to compare
-        _, rows[contender] = timed_collect(spark, frame(contender), timeout)
+        seconds, rows[contender] = timed_collect(spark, frame(contender), timeout)
+        if rows[contender] is None:
+            times[contender] = [seconds]  # cancelled: the timeout, a lower bound, and no more runs
+    running = [c for c in CONTENDERS if rows[c] is not None]
     for round_ in range(repeat):
-        order = CONTENDERS[round_ % 3 :] + CONTENDERS[: round_ % 3]
-        for contender in order:
+        shift = round_ % len(running) if running else 0
+        for contender in running[shift:] + running[:shift]:
             seconds, _ = timed_collect(spark, frame(contender), timeout)
             times[contender].append(seconds)
-    reference = rows["spark-written"] if rows["spark-written"] is not None else rows["spark-cbo"]
+    reference = next((rows[c] for c in REFERENCES if rows[c] is not None), None)
     equal = {}
-    for contender in ("spark-cbo", "tempura"):
+    for contender in CONTENDERS:
         got = rows[contender]
-        equal[contender] = (
-            reference is not None
-            and got is not None
-            and compare_results(reference, got, bound.ordered, bound.order_keys).equal
-        )
-    written_plan = written_joins(spark, text)
+        if got is not None and got is not reference:
+            equal[contender] = reference is not None and compare_results(reference, got, bound.ordered, bound.order_keys).equal
     return {
         "query": name,
         "times": times,
@@ -144,7 +157,7 @@ def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeo
         "physical_alternatives": planned.report.alternatives,
         "tempura_joins": [n.operator + (" " + n.details.rsplit("build=", 1)[1] if "build=" in n.details else "")
                           for n in planned.physical.walk() if "Join" in n.operator],
-        "written_order_cross_product": written_plan,
+        "written_order_cross_product": written_joins(spark, text),
     }
 
 
@@ -163,27 +176,35 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(max(v, 1e-9)) for v in values) / len(values)) if values else float("nan")
 
 
+RATIOS = {"written": "spark-written", "rules": "spark-rules", "cbo": "spark-cbo"}
+
+
 def build_report(scale: float, repeat: int, results: list[dict[str, Any]]) -> dict[str, Any]:
     for r in results:
         m = r["median"]
-        r["ratio_written_to_tempura"] = m["spark-written"] / m["tempura"]
-        r["ratio_cbo_to_tempura"] = m["spark-cbo"] / m["tempura"]
+        for short, contender in RATIOS.items():
+            r[f"ratio_{short}_to_tempura"] = m[contender] / m["tempura"]
     bad = [r for r in results if r["written_order_cross_product"]]
-    return {
+    report: dict[str, Any] = {
         "benchmark": "join-order",
         "scale": scale,
         "repeat": repeat,
         "contenders": CONTENDERS,
         "spark_conf": SPARK_CONF,
         "geomean_seconds": {c: geomean([r["median"][c] for r in results]) for c in CONTENDERS},
-        "geomean_ratio_written_to_tempura": geomean([r["ratio_written_to_tempura"] for r in results]),
-        "geomean_ratio_cbo_to_tempura": geomean([r["ratio_cbo_to_tempura"] for r in results]),
+    }
+    for short in RATIOS:
+        report[f"geomean_ratio_{short}_to_tempura"] = geomean([r[f"ratio_{short}_to_tempura"] for r in results])
+    report |= {
         "bad_written_order_queries": [r["query"] for r in bad],
         "geomean_ratio_written_to_tempura_bad_order": geomean([r["ratio_written_to_tempura"] for r in bad]),
+        "min_ratio_written_to_tempura_bad_order": min((r["ratio_written_to_tempura"] for r in bad), default=float("nan")),
+        "timed_out": {c: [r["query"] for r in results if r.get("timed_out", {}).get(c)] for c in CONTENDERS},
         "max_optimization_seconds": max((r["optimization_seconds"] for r in results), default=0.0),
         "all_equal": all(all(r["equal_to_spark"].values()) for r in results),
         "queries": results,
     }
+    return report
 
 
 def chart(report: dict[str, Any], path: Path) -> None:
@@ -195,18 +216,22 @@ def chart(report: dict[str, Any], path: Path) -> None:
     queries = report["queries"]
     names = [q["query"] for q in queries]
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [3, 2]})
-    width = 0.27
+    width = 0.2
     for i, contender in enumerate(CONTENDERS):
-        xs = [j + (i - 1) * width for j in range(len(names))]
-        left.bar(xs, [q["median"][contender] for q in queries], width, label=contender)
+        xs = [j + (i - 1.5) * width for j in range(len(names))]
+        bars = left.bar(xs, [q["median"][contender] for q in queries], width, label=contender)
+        for bar, q in zip(bars, queries):
+            if q.get("timed_out", {}).get(contender):
+                bar.set_hatch("//")  # cancelled at the timeout: a lower bound
     left.set_xticks(range(len(names)), names)
     left.set_yscale("log")
     left.set_ylabel("median seconds (log)")
-    left.set_title(f"TPC-H, adversarial FROM order, scale {report['scale']:g}")
+    left.set_title(f"TPC-H, adversarial FROM order, scale {report['scale']:g} (hatched: timed out)")
     left.legend()
     positions = list(range(len(names)))
-    right.bar([x - 0.2 for x in positions], [q["ratio_written_to_tempura"] for q in queries], 0.4, label="written / tempura")
-    right.bar([x + 0.2 for x in positions], [q["ratio_cbo_to_tempura"] for q in queries], 0.4, label="Spark CBO / tempura")
+    for i, (short, label) in enumerate((("written", "written / tempura"), ("rules", "Spark rules / tempura"),
+                                        ("cbo", "Spark CBO / tempura"))):
+        right.bar([x + (i - 1) * 0.27 for x in positions], [q[f"ratio_{short}_to_tempura"] for q in queries], 0.27, label=label)
     right.axhline(1.0, color="black", linewidth=0.8)
     right.set_xticks(positions, names)
     right.set_yscale("log")

@@ -51,21 +51,25 @@ def test_report_compares_only_where_spark_has_an_estimate() -> None:
 def test_join_order_report_ratios_and_geometric_means() -> None:
     from benchmarks.join_order import build_report, geomean
 
-    def result(name: str, written: float, cbo: float, tempura: float, cross: bool) -> dict[str, object]:
+    def result(name: str, written: float, rules: float, cbo: float, tempura: float, cross: bool) -> dict[str, object]:
         return {
             "query": name,
-            "median": {"spark-written": written, "spark-cbo": cbo, "tempura": tempura},
+            "median": {"spark-written": written, "spark-rules": rules, "spark-cbo": cbo, "tempura": tempura},
+            "timed_out": {"spark-written": cross, "spark-rules": False, "spark-cbo": False, "tempura": False},
             "equal_to_spark": {"spark-cbo": True, "tempura": True},
             "optimization_seconds": 0.1,
             "written_order_cross_product": cross,
         }
 
-    report = build_report(0.1, 3, [result("q02", 8.0, 2.0, 2.0, True), result("q03", 1.0, 2.0, 4.0, False)])
+    report = build_report(0.1, 3, [result("q02", 8.0, 3.0, 2.0, 2.0, True), result("q03", 1.0, 1.0, 2.0, 4.0, False)])
     assert geomean([2.0, 8.0]) == pytest.approx(4.0)
     assert report["geomean_ratio_written_to_tempura"] == pytest.approx(geomean([4.0, 0.25]))
+    assert report["geomean_ratio_rules_to_tempura"] == pytest.approx(geomean([1.5, 0.25]))
     assert report["geomean_ratio_cbo_to_tempura"] == pytest.approx(geomean([1.0, 0.5]))
     assert report["bad_written_order_queries"] == ["q02"]
     assert report["geomean_ratio_written_to_tempura_bad_order"] == pytest.approx(4.0)
+    assert report["min_ratio_written_to_tempura_bad_order"] == pytest.approx(4.0)
+    assert report["timed_out"]["spark-written"] == ["q02"] and report["timed_out"]["tempura"] == []
     assert report["all_equal"]
 
 
