@@ -101,6 +101,63 @@ def template_signatures(memo: Memo, groups: int) -> dict[int, str]:
     return out
 
 
+def _payload(expr: LogicalPlan) -> str:
+    """What an expression holds besides its inputs, in full: its display details and every
+    field that is not an input (aggregate calls, predicates and projections as SQL)."""
+    from sqlglot import exp
+
+    def text(value: object) -> str:
+        if isinstance(value, LogicalPlan):
+            return ""
+        if isinstance(value, exp.Expr):
+            return value.sql()
+        if isinstance(value, (tuple, list)):
+            return "(" + ",".join(text(v) for v in value) + ")"
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return type(value).__name__ + "(" + ",".join(text(getattr(value, f.name)) for f in dataclasses.fields(value)) + ")"
+        return repr(value)
+
+    own = [text(getattr(expr, f.name)) for f in dataclasses.fields(expr)] if dataclasses.is_dataclass(expr) else []
+    return f"{expr.details()}|{';'.join(own)}"
+
+
+def state_keys(memo: Memo, forms: dict[tuple[int, str], int], signatures: dict[int, str]) -> dict[int, str]:
+    """A key for every group of an expanded memo that two plannings of one query agree on, so a
+    state saved under one planning is found by the next. A group that is a TVR form of a
+    template group is keyed ``form|signature``; any other group (a rule's intermediate
+    relation, e.g. a consolidated Z-set) by a digest of its first expression in full, its
+    inputs replaced by their keys. A group whose expression reaches back into itself gets no key:
+    it is then never matched, which costs a recomputation, never a wrong state."""
+    import hashlib
+
+    out: dict[int, str] = {memo.find(g): f"{f}|{signatures[t]}" for (t, f), g in forms.items() if t in signatures}
+    unkeyed: set[int] = set()
+
+    def key(group: int, active: frozenset[int]) -> str | None:
+        group = memo.find(group)
+        if group in out:
+            return out[group]
+        if group in active or group in unkeyed:
+            return None
+        expr = memo.group(group).exprs[0]
+        inputs = []
+        for child in expr.inputs:
+            if isinstance(child, GroupRef):
+                made = key(child.group, active | {group})
+                if made is None:
+                    unkeyed.add(group)
+                    return None
+                inputs.append(made)
+        schema = ",".join(f"{f.name}:{f.type}" for f in memo.group(group).schema.fields)
+        digest = hashlib.sha1(f"{type(expr).__name__}|{_payload(expr)}|{'/'.join(inputs)}|{schema}".encode()).hexdigest()[:20]
+        out[group] = f"expr|{digest}"
+        return out[group]
+
+    for g in memo.groups:
+        key(g.id, frozenset())
+    return out
+
+
 @dataclass(frozen=True)
 class Arrival:
     """What the planner needs of the arrival model."""
@@ -368,8 +425,7 @@ class Extractor:
         self.memo = memo
         self.committed = dict(committed or {})  # (group, time point) -> id of a state saved by an earlier run
         self.inputs: set[str] = set()  # the committed states the plan reads
-        signatures = signatures or {}
-        self._keys = {self.memo.find(g): f"{f}|{signatures[t]}" for (t, f), g in expansion._forms.items() if t in signatures}
+        self._keys = state_keys(memo, expansion._forms, signatures or {})
         self.chooser = chooser
         self.expansion = expansion
         self.save = save
@@ -498,13 +554,12 @@ def _committed_groups(memo: Memo, expansion: Expansion, signatures: dict[int, st
     """The groups of the committed states this planning can read: group -> (time point, id)."""
     if resume is None or not resume.states:
         return {}
-    template = {sig: t for t, sig in signatures.items()}
-    forms = {(memo.find(t), str(f)): memo.find(g) for (t, f), g in expansion._forms.items()}
+    groups: dict[str, int] = {}
+    for group, key in state_keys(memo, expansion._forms, signatures).items():
+        groups.setdefault(key, group)
     out: dict[int, tuple[int, str]] = {}
     for state in sorted(resume.states, key=lambda s: s.produced_at):
-        form, _, sig = state.key.partition("|")
-        t = template.get(sig)
-        group = forms.get((memo.find(t), form)) if t is not None else None
+        group = groups.get(state.key)
         if group is not None and state.produced_at < resume.floor:
             out[group] = (state.produced_at, state.id)
     return out

@@ -81,7 +81,7 @@ class KeptState:
     bytes: float
     form: str
     produced_by: str = ""  # the fragment that computes and saves it
-    key: str = ""  # what it holds, comparable across plannings of the query ("form|signature"; "" if unknown)
+    key: str = ""  # what it holds, comparable across plannings of the query (incremental.state_keys; "" if unknown)
 
     @property
     def last_read(self) -> int:
