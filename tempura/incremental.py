@@ -47,6 +47,7 @@ from tempura.rules.logical.reorder import DP_LIMIT
 from tempura.stats.estimate import Estimator
 from tempura.stats.relation import RelStats
 from tempura.tvr.estimate import TvrEstimator
+from tempura.tvr.forms import Form
 from tempura.tvr.operators import SourceRead, StateRead
 from tempura.tvr.plan import METHOD_ORDER, Fragment, KeptState, MultiTimePlan
 from tempura.tvr.time import TimePoints
@@ -117,11 +118,11 @@ def _payload(expr: LogicalPlan) -> str:
             return type(value).__name__ + "(" + ",".join(text(getattr(value, f.name)) for f in dataclasses.fields(value)) + ")"
         return repr(value)
 
-    own = [text(getattr(expr, f.name)) for f in dataclasses.fields(expr)] if dataclasses.is_dataclass(expr) else []
+    own: list[str] = [text(getattr(expr, f.name)) for f in dataclasses.fields(expr)] if dataclasses.is_dataclass(expr) else []
     return f"{expr.details()}|{';'.join(own)}"
 
 
-def state_keys(memo: Memo, forms: dict[tuple[int, str], int], signatures: dict[int, str]) -> dict[int, str]:
+def state_keys(memo: Memo, forms: dict[tuple[int, Form], int], signatures: dict[int, str]) -> dict[int, str]:
     """A key for every group of an expanded memo that two plannings of one query agree on, so a
     state saved under one planning is found by the next. A group that is a TVR form of a
     template group is keyed ``form|signature``; any other group (a rule's intermediate
@@ -559,9 +560,9 @@ def _committed_groups(memo: Memo, expansion: Expansion, signatures: dict[int, st
         groups.setdefault(key, group)
     out: dict[int, tuple[int, str]] = {}
     for state in sorted(resume.states, key=lambda s: s.produced_at):
-        group = groups.get(state.key)
-        if group is not None and state.produced_at < resume.floor:
-            out[group] = (state.produced_at, state.id)
+        found = groups.get(state.key)
+        if found is not None and state.produced_at < resume.floor:
+            out[found] = (state.produced_at, state.id)
     return out
 
 
