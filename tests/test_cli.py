@@ -155,3 +155,5 @@ def test_tpch_check_runs_selected_queries(spark: object, tpch_catalog: Path, tmp
     result = CliRunner().invoke(main, ["tpch-check", "--workdir", str(tmp_path / "work"), "--query", "q06", "--query", "3"])
     assert result.exit_code == 0, result.output
     assert "2/2 queries equal to Spark" in result.output
+    assert "optimize ms" in result.output and "longest optimization: q0" in result.output
+    assert list((tmp_path / "work" / "tpch-check" / "sf0.01" / "stats").glob("lineitem.json"))  # planned on analysed tables

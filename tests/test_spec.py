@@ -164,6 +164,11 @@ def test_weights(tmp_path: Path, objective: str, weights: tuple[float, ...]) -> 
     assert load(tmp_path, SPEC.replace("preset: deadline", objective)).weights() == weights
 
 
+def test_objective_margin(tmp_path: Path) -> None:
+    assert load(tmp_path, SPEC).margin is None  # the planner's default
+    assert load(tmp_path, SPEC.replace("preset: deadline", "preset: deadline\n  margin: 0.25")).margin == 0.25
+
+
 def test_objective_defaults_to_deadline(tmp_path: Path) -> None:
     spec = load(tmp_path, SPEC.replace("objective:\n  preset: deadline\n", "").replace("[1, 2, 3]", "[1, 2]"))
     assert spec.weights() == (0.001, 1.0)
@@ -264,6 +269,8 @@ def test_expected_arrival(tmp_path: Path) -> None:
         ("preset: deadline", "weights: [1, yes, 1]", 12, "objective.weights[1]", "True is not a number"),
         ("preset: deadline", "weights: [0, 0, 0]", 12, "objective.weights", "at least one weight must be positive"),
         ("preset: deadline", "preset: total\n  weights: [1, 1, 1]", 11, "objective", "either 'preset' or 'weights'"),
+        ("preset: deadline", "preset: deadline\n  margin: 1.5", 13, "objective.margin", "less than 1"),
+        ("preset: deadline", "preset: deadline\n  margin: -0.1", 13, "objective.margin", "at least 0"),
         ("preset: deadline", "preset: deadline\nstate_budget: 10 parsecs", 13, "state_budget", "'10 parsecs' is not a size"),
         ("preset: deadline", "preset: deadline\nstate_budget: -1", 13, "state_budget", "must not be negative"),
         ("preset: deadline", "preset: deadline\nstate_budget: [10GB]", 13, "state_budget", "is not a size"),

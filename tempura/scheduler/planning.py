@@ -20,7 +20,7 @@ from tempura.catalog import Catalog
 from tempura.errors import SqlError, TempuraError
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
-from tempura.incremental import Arrival, IncrementalPlanner, Resume, plan_methods
+from tempura.incremental import AUTO_MARGIN, Arrival, IncrementalPlanner, Resume, plan_methods
 from tempura.mqo import BudgetError, MqoOptions
 from tempura.scheduler.spec import StandingQuery
 from tempura.sql import parse_query
@@ -181,8 +181,9 @@ def plan_spec(
         return error
 
     try:
+        margin = AUTO_MARGIN if spec.margin is None else spec.margin
         plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, spec.time_points(), prepared.objective,
-                             list(methods), disabled, output, options, failed, resume)
+                             list(methods), disabled, output, options, failed, resume, margin)
     except TempuraError as error:
         raise located(error, next(iter(failed), "auto")) from None
     if errors is not None:

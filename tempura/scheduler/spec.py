@@ -22,6 +22,8 @@ A spec names the query, its sources, the schedule and the objective::
       deliver: last                   # last | every | [1-based indices]
     objective:
       preset: deadline                # deadline | total; or weights: [0.1, 0.1, 1]
+      margin: 0.1                     # optional: the share of recomputation's objective an
+                                      # incremental plan must save for auto to take it
     state_budget: 10GB                # optional: the most bytes of kept states alive at once
                                       # (B, kB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: of 1024)
 
@@ -279,6 +281,7 @@ class ObjectiveSpec(_Strict):
 
     preset: Literal["deadline", "total"] | None = None
     weights: tuple[NonNegative, ...] | None = None
+    margin: Annotated[float, Field(ge=0, lt=1)] | None = None  # None: the planner's default
 
 
 def _job_name(name: str) -> str:
@@ -727,6 +730,12 @@ class StandingQuery:
         """A range query's window length, or ``None``."""
         window = self.model.schedule.range
         return window.length if window is not None else None
+
+    @property
+    def margin(self) -> float | None:
+        """The share of recomputation's objective an incremental plan must save for ``auto`` to
+        take it; ``None``: the planner's default."""
+        return self.model.objective.margin
 
     def weights(self) -> tuple[float, ...]:
         """The objective's weight per time point: ``Σ w_i · c_i`` is minimised."""
