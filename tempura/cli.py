@@ -391,7 +391,7 @@ def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, .
         m, cancelled = q["median"], q.get("timed_out", {})
         mark = {c: ">" if cancelled.get(c) else "" for c in join_order.CONTENDERS}  # cancelled at the timeout: a lower bound
         table.add_row(
-            q["query"] + (" *" if q["written_order_cross_product"] else ""),
+            q["query"] + (" **" if q["written_order_bad"] else " *" if q["written_order_cross_product"] else ""),
             *(f"{mark[c]}{m[c]:.2f}" for c in join_order.CONTENDERS),
             *(f"{mark[c] or ('<' if cancelled.get('tempura') else '')}{q[f'ratio_{short}_to_tempura']:.2f}"
               for short, c in join_order.RATIOS.items()),
@@ -403,8 +403,8 @@ def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, .
         f"geometric mean ratio: written/tempura {report['geomean_ratio_written_to_tempura']:.2f}, "
         f"Spark rules/tempura {report['geomean_ratio_rules_to_tempura']:.2f}, "
         f"CBO/tempura {report['geomean_ratio_cbo_to_tempura']:.2f}; "
-        f"* written order has a cross product (there: geomean written/tempura "
-        f"{report['geomean_ratio_written_to_tempura_bad_order']:.2f}, least "
+        f"*: written order has a cross product; **: one that multiplies rows, a bad order (there: geomean "
+        f"written/tempura {report['geomean_ratio_written_to_tempura_bad_order']:.2f}, least "
         f"{report['min_ratio_written_to_tempura_bad_order']:.2f}); '>': cancelled at the timeout, a lower bound"
     )
     click.echo("wrote " + ", ".join(report["files"]))

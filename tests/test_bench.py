@@ -51,7 +51,8 @@ def test_report_compares_only_where_spark_has_an_estimate() -> None:
 def test_join_order_report_ratios_and_geometric_means() -> None:
     from benchmarks.join_order import build_report, geomean
 
-    def result(name: str, written: float, rules: float, cbo: float, tempura: float, cross: bool) -> dict[str, object]:
+    def result(name: str, written: float, rules: float, cbo: float, tempura: float, cross: bool,
+               bad: bool | None = None) -> dict[str, object]:
         return {
             "query": name,
             "median": {"spark-written": written, "spark-rules": rules, "spark-cbo": cbo, "tempura": tempura},
@@ -59,18 +60,30 @@ def test_join_order_report_ratios_and_geometric_means() -> None:
             "equal_to_spark": {"spark-cbo": True, "tempura": True},
             "optimization_seconds": 0.1,
             "written_order_cross_product": cross,
+            "written_order_bad": cross if bad is None else bad,
         }
 
-    report = build_report(0.1, 3, [result("q02", 8.0, 3.0, 2.0, 2.0, True), result("q03", 1.0, 1.0, 2.0, 4.0, False)])
+    report = build_report(0.1, 3, [result("q02", 8.0, 3.0, 2.0, 2.0, True), result("q03", 1.0, 1.0, 2.0, 4.0, False),
+                                   result("q11", 1.2, 1.0, 1.0, 1.0, True, bad=False)])
     assert geomean([2.0, 8.0]) == pytest.approx(4.0)
-    assert report["geomean_ratio_written_to_tempura"] == pytest.approx(geomean([4.0, 0.25]))
-    assert report["geomean_ratio_rules_to_tempura"] == pytest.approx(geomean([1.5, 0.25]))
-    assert report["geomean_ratio_cbo_to_tempura"] == pytest.approx(geomean([1.0, 0.5]))
+    assert report["geomean_ratio_written_to_tempura"] == pytest.approx(geomean([4.0, 0.25, 1.2]))
+    assert report["geomean_ratio_rules_to_tempura"] == pytest.approx(geomean([1.5, 0.25, 1.0]))
+    assert report["geomean_ratio_cbo_to_tempura"] == pytest.approx(geomean([1.0, 0.5, 1.0]))
+    assert report["cross_product_queries"] == ["q02", "q11"]
     assert report["bad_written_order_queries"] == ["q02"]
     assert report["geomean_ratio_written_to_tempura_bad_order"] == pytest.approx(4.0)
     assert report["min_ratio_written_to_tempura_bad_order"] == pytest.approx(4.0)
-    assert report["timed_out"]["spark-written"] == ["q02"] and report["timed_out"]["tempura"] == []
+    assert report["timed_out"]["spark-written"] == ["q02", "q11"] and report["timed_out"]["tempura"] == []
     assert report["all_equal"]
+
+
+def test_a_cross_product_with_one_row_does_not_multiply_rows() -> None:
+    from benchmarks.join_order import multiplies_rows
+
+    assert multiplies_rows([1e6, 25.0])
+    assert not multiplies_rows([1e6, 1.0]) and not multiplies_rows([1.0, 1e6])
+    assert multiplies_rows([None, 25.0]) and multiplies_rows([None, None])  # no estimate: assumed bad
+    assert not multiplies_rows([None, 0.0])
 
 
 def test_join_order_queries_are_the_tpch_queries_reordered() -> None:
