@@ -10,13 +10,18 @@ report, the change-data source), on the same data, in one run:
   is reported;
 - ``auto``: tempura's cost-based choice.
 
-Each contender replays one cycle of the scenario from scratch ``repeat`` times; the contenders
-alternate (the order rotates per repetition), so drift in the machine's state hits all alike.
+Each contender first replays one cycle unmeasured (a warm-up: the JVM compiles, Spark caches
+file listings), then one cycle from scratch ``repeat`` times; the contenders alternate (the order
+rotates per repetition), so drift in the machine's state hits all alike.
 Measured per time point: executor CPU seconds (Spark's status store) and wall seconds, taken as
 medians over the repetitions; the objective is the spec's weights applied to the median CPU per
 time point. Every delivered result of every run is checked against ``spark.sql`` over that time
 point's snapshot (:func:`tempura.scheduler.reference.reference`); a contender that delivers a
 wrong result is marked, and left out of the ratios.
+
+Where ``auto``'s plan runs the same fragments as another contender's (equal
+:func:`~tempura.scheduler.simulation.plan_digest`), the verdict says so (``same_plan_as``): the
+difference between their measurements is then the machine's noise, not a choice.
 
 Targets, under ``deadline`` weights: ``auto``'s CPU at the last time point ≤ 0.35 × ``batch``'s and
 ≤ ``ivm``'s and ``spark-streaming``'s; ``auto``'s objective ≤ the best other contender's. JSON and
@@ -66,6 +71,7 @@ class Contender:
     unsupported: str | None = None
     uses: str = ""
     attempts: list[Attempt] = field(default_factory=list)
+    plans: set[str] = field(default_factory=set)  # digests of the plans its runs started with
 
     def median(self, what: str) -> list[float]:
         series = [getattr(a, what) for a in self.attempts]
@@ -83,6 +89,7 @@ class Contender:
             return {"unsupported": self.unsupported}
         return {
             "uses": self.uses,
+            "plans": sorted(self.plans),
             "correct": self.correct,
             "wrong": [a.detail for a in self.attempts if not a.correct],
             "cpu_median": self.median("cpu"),
@@ -95,6 +102,7 @@ class Contender:
 def _tempura(spark: SparkSession, spec: StandingQuery, method: str, workdir: Path, contender: Contender) -> Attempt:
     run = simulate(spark, spec, method, workdir)
     contender.uses = run.uses
+    contender.plans.add(run.plan_digest)
     wrong = [f"t{p.index}: {p.detail}" for p in run.points if p.delivered and not p.correct]
     return Attempt([p.cpu_seconds for p in run.points], [p.wall_seconds for p in run.points], not wrong, "; ".join(wrong))
 
@@ -118,8 +126,10 @@ def _native(spark: SparkSession, spec: StandingQuery, workdir: Path) -> Attempt:
 
 
 def run_scenario(spark: SparkSession, spec: StandingQuery, workdir: Path, repeat: int,
-                 contenders: Sequence[str] = CONTENDERS, log: Callable[[str], None] = print) -> dict[str, Contender]:
-    """Every contender on ``spec``, ``repeat`` times, alternating."""
+                 contenders: Sequence[str] = CONTENDERS, log: Callable[[str], None] = print,
+                 warmup: bool = True) -> dict[str, Contender]:
+    """Every contender on ``spec``: a warm-up cycle each (unless ``warmup`` is off; a wrong result
+    there is logged, and shows again in the measured runs), then ``repeat`` times, alternating."""
     from benchmarks.native_streaming import NativeStreaming
 
     found = {name: Contender(name) for name in contenders}
@@ -128,14 +138,23 @@ def run_scenario(spark: SparkSession, spec: StandingQuery, workdir: Path, repeat
         if found["spark-streaming"].unsupported:
             log(f"{spec.name}: spark-streaming unsupported: {found['spark-streaming'].unsupported}")
     runnable = [c for c in contenders if found[c].unsupported is None]
+
+    def attempt_of(name: str) -> Attempt:
+        if name == "spark-streaming":
+            return _native(spark, spec, workdir)
+        return _tempura(spark, spec, name, workdir, found[name])
+
+    if warmup:
+        for name in runnable:
+            started = time.perf_counter()
+            attempt = attempt_of(name)
+            verdict = "ok" if attempt.correct else f"WRONG ({attempt.detail})"
+            log(f"{spec.name} warm-up {name}: {time.perf_counter() - started:.1f}s elapsed, {verdict} (not measured)")
     for rep in range(repeat):
         order = runnable[rep % len(runnable):] + runnable[:rep % len(runnable)] if runnable else []
         for name in order:
             started = time.perf_counter()
-            if name == "spark-streaming":
-                attempt = _native(spark, spec, workdir)
-            else:
-                attempt = _tempura(spark, spec, name, workdir, found[name])
+            attempt = attempt_of(name)
             found[name].attempts.append(attempt)
             verdict = "ok" if attempt.correct else f"WRONG ({attempt.detail})"
             log(f"{spec.name} run {rep + 1}/{repeat} {name}: cpu {sum(attempt.cpu):.2f}s, "
@@ -158,6 +177,7 @@ def verdicts(contenders: dict[str, Contender], weights: Sequence[float]) -> dict
         "best_other": best_name,
         "ratio_objective_auto_to_best_other": auto.objective(weights) / best if best > 0 else None,
         "objective_target_met": auto.objective(weights) <= best,
+        "same_plan_as": [n for n, c in others.items() if c.plans and c.plans == auto.plans],
         "last_point_cpu": {n: c.median("cpu")[-1] for n, c in others.items()} | {"auto": last},
     }
     if "batch" in others and others["batch"].median("cpu")[-1] > 0:

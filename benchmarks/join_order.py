@@ -204,7 +204,10 @@ def written_cross_product_rows(spark: SparkSession, text: str) -> list[list[floa
 
 def _estimated_rows(node: Any) -> float | None:
     count = node.stats().rowCount()
-    return float(count.get().toString()) if count.isDefined() else None
+    if not count.isDefined():
+        return None
+    value = count.get()  # a Scala BigInt, which Py4J hands over as a Python int
+    return float(value if isinstance(value, (int, float)) else value.toString())
 
 
 def multiplies_rows(sides: list[float | None]) -> bool:

@@ -475,7 +475,8 @@ def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], con
         if verdict.get("comparable"):
             table.add_row(name, "auto / best", f"last point vs batch: {verdict.get('ratio_last_point_auto_to_batch', 0):.2f}",
                           f"{verdict['ratio_objective_auto_to_best_other']:.2f} ({verdict['best_other']})",
-                          "targets met" if verdict["objective_target_met"] and verdict["last_point_target_met"] else "targets missed")
+                          ("targets met" if verdict["objective_target_met"] and verdict["last_point_target_met"] else "targets missed")
+                          + ("; same plan as " + ", ".join(verdict["same_plan_as"]) if verdict.get("same_plan_as") else ""))
     Console().print(table)
     click.echo("wrote " + ", ".join(report["files"]))
 

@@ -88,3 +88,27 @@ def test_the_reference_applies_deletions_and_windows(spark: Any, tmp_path: Path)
     cycle = spec.cycle(0)
     assert cycle is not None
     assert [tuple(r) for r in reference(spark, spec, cycle, 2).collect()] == [(2, 9)]  # (6h, 12h]: hours 7 and 8
+
+
+def test_the_incremental_benchmark_warms_up_alternates_and_compares_plans(spark: Any, folder: Path, tmp_path: Path) -> None:
+    """``tempura bench incremental`` on one scenario: a warm-up cycle per contender, then measured
+    cycles, each checked; planning is deterministic (every run of a contender starts from one
+    plan), and ``auto`` running recomputation is recognised as the very plan ``batch`` runs."""
+    from benchmarks.incremental import run_scenario, verdicts
+
+    spec = load_spec(prepared_scenario(spark, "tpch_q03", folder, SCALE))
+    logged: list[str] = []
+    found = run_scenario(spark, spec, tmp_path, 2, ("batch", "auto"), logged.append)
+    assert [line.split(" warm-up ")[1].split(":")[0] for line in logged if " warm-up " in line] == ["batch", "auto"]
+    k = spec.time_points().k
+    for contender in found.values():
+        assert len(contender.attempts) == 2 and contender.correct
+        assert all(len(a.cpu) == k for a in contender.attempts)
+        assert len(contender.plans) == 1, contender.plans
+    assert found["batch"].median("cpu")[-1] > 0
+    verdict = verdicts(found, spec.weights())
+    assert verdict["comparable"] and verdict["best_other"] == "batch"
+    if found["auto"].uses == "batch":
+        assert verdict["same_plan_as"] == ["batch"]
+    else:
+        assert verdict["same_plan_as"] == []

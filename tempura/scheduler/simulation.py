@@ -14,6 +14,7 @@ objective* is the first plan's ``Σ w_i · c_i``.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from tempura.scheduler.spec import StandingQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from tempura.tvr.plan import MultiTimePlan
 
 
 @dataclass
@@ -52,6 +55,7 @@ class MethodRun:
     weights: tuple[float, ...]
     estimated_objective: float  # seconds
     points: list[PointMeasure] = field(default_factory=list)
+    plan_digest: str = ""  # the first plan's fragments (time point, SQL, output): equal digests run the same work
 
     @property
     def measured_objective(self) -> float:
@@ -78,6 +82,13 @@ class MethodRun:
         return data
 
 
+def plan_digest(plan: MultiTimePlan) -> str:
+    """A digest of what ``plan`` runs: each fragment's time point, Spark SQL and output. Two plans
+    with one digest do the same work (whatever method label they carry)."""
+    text = "\n".join(f"{f.time}|{f.delivers}|{f.keeps}|{f.sql()}" for f in plan.fragments)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+
+
 def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Path, check: bool = True,
              progress: Callable[[str, int, int], None] | None = None) -> MethodRun:
     """Run cycle 0 of ``spec`` under ``method`` from scratch (an earlier simulation of the same
@@ -90,7 +101,7 @@ def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Pat
     assert cycle is not None
     first = runner.plan(cycle, 1, {}, None)
     run = MethodRun(spec.name, method, "+".join(first.methods), tuple(first.objective.weights),
-                    first.cost.weighted / 1e9)
+                    first.cost.weighted / 1e9, plan_digest=plan_digest(first))
     for result in runner.run_cycle(cycle):
         info = result.manifest["run"]
         point = PointMeasure(result.index, float(info["wall_seconds"]), float(info["cpu_seconds"]),
@@ -105,4 +116,4 @@ def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Pat
     return run
 
 
-__all__ = ["MethodRun", "PointMeasure", "simulate"]
+__all__ = ["MethodRun", "PointMeasure", "plan_digest", "simulate"]
