@@ -12,7 +12,9 @@ report, the change-data source), on the same data, in one run:
 
 Each contender first replays one cycle unmeasured (a warm-up: the JVM compiles, Spark caches
 file listings), then one cycle from scratch ``repeat`` times; the contenders alternate (the order
-rotates per repetition), so drift in the machine's state hits all alike.
+rotates per repetition, the runs after the first reversed every other one, :func:`round_order`), so drift in the
+machine's state hits all alike and no contender always runs after the same one; the JVM collects
+its garbage before each measured run.
 Measured per time point: executor CPU seconds (Spark's status store) and wall seconds, taken as
 medians over the repetitions; the objective is the spec's weights applied to the median CPU per
 time point. Every delivered result of every run is checked against ``spark.sql`` over that time
@@ -125,6 +127,22 @@ def _native(spark: SparkSession, spec: StandingQuery, workdir: Path) -> Attempt:
     return Attempt([p.cpu_seconds for p in points], [p.wall_seconds for p in points], not wrong, "; ".join(wrong))
 
 
+def round_order(contenders: Sequence[str], rep: int) -> list[str]:
+    """Round ``rep``'s order: the contenders rotated by ``rep``, the ones after the first reversed
+    in odd rounds, so that each runs first in turn and none always follows the same one (a heavy
+    run leaves work behind — garbage, cleanup of its shuffles — that the next one would pay for)."""
+    if not contenders:
+        return []
+    shift = rep % len(contenders)
+    order = list(contenders[shift:]) + list(contenders[:shift])
+    return order[:1] + (order[:0:-1] if rep % 2 else order[1:])
+
+
+def settle(spark: SparkSession) -> None:
+    """Let the previous run's leftovers go before the next is measured: a full JVM collection."""
+    spark.sparkContext._jvm.System.gc()  # type: ignore[union-attr]
+
+
 def run_scenario(spark: SparkSession, spec: StandingQuery, workdir: Path, repeat: int,
                  contenders: Sequence[str] = CONTENDERS, log: Callable[[str], None] = print,
                  warmup: bool = True) -> dict[str, Contender]:
@@ -151,8 +169,8 @@ def run_scenario(spark: SparkSession, spec: StandingQuery, workdir: Path, repeat
             verdict = "ok" if attempt.correct else f"WRONG ({attempt.detail})"
             log(f"{spec.name} warm-up {name}: {time.perf_counter() - started:.1f}s elapsed, {verdict} (not measured)")
     for rep in range(repeat):
-        order = runnable[rep % len(runnable):] + runnable[:rep % len(runnable)] if runnable else []
-        for name in order:
+        for name in round_order(runnable, rep):
+            settle(spark)
             started = time.perf_counter()
             attempt = attempt_of(name)
             found[name].attempts.append(attempt)

@@ -90,6 +90,18 @@ def test_the_reference_applies_deletions_and_windows(spark: Any, tmp_path: Path)
     assert [tuple(r) for r in reference(spark, spec, cycle, 2).collect()] == [(2, 9)]  # (6h, 12h]: hours 7 and 8
 
 
+def test_the_incremental_benchmark_varies_who_runs_first_and_who_follows_whom() -> None:
+    from benchmarks.incremental import round_order
+
+    names = ["batch", "ivm", "spark-streaming", "auto"]
+    rounds = [round_order(names, rep) for rep in range(4)]
+    assert all(sorted(r) == sorted(names) for r in rounds)
+    assert len({r[0] for r in rounds}) == 4  # each contender runs first once
+    follows = {(r[i], r[i + 1]) for r in rounds for i in range(3)}
+    assert ("ivm", "batch") in follows and ("batch", "ivm") in follows  # not always the same neighbour
+    assert round_order([], 1) == []
+
+
 def test_the_incremental_benchmark_warms_up_alternates_and_compares_plans(spark: Any, folder: Path, tmp_path: Path) -> None:
     """``tempura bench incremental`` on one scenario: a warm-up cycle per contender, then measured
     cycles, each checked; planning is deterministic (every run of a contender starts from one
