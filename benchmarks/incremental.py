@@ -237,7 +237,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
 
 def run(spark: SparkSession, out: Path, workdir: Path, scale: float, repeat: int, scenarios: Sequence[str],
         contenders: Sequence[str] = CONTENDERS, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """The whole benchmark; writes ``incremental.json`` and ``incremental.png`` into ``out``."""
+    """The whole benchmark; writes ``incremental-sf{scale}.json`` and ``.png`` into ``out``."""
     from scenarios import prepared_scenario
 
     results: dict[str, Any] = {}
@@ -252,10 +252,11 @@ def run(spark: SparkSession, out: Path, workdir: Path, scale: float, repeat: int
             "verdict": verdicts(found, weights),
         }
     out.mkdir(parents=True, exist_ok=True)
+    stem = f"incremental-sf{scale:g}"
     report = {"scale": scale, "repeat": repeat, "contenders": list(contenders), "scenarios": results,
-              "files": [str(out / "incremental.json"), str(out / "incremental.png")]}
-    (out / "incremental.json").write_text(json.dumps(report, indent=2, default=str))
-    chart(results, out / "incremental.png")
+              "files": [str(out / f"{stem}.json"), str(out / f"{stem}.png")]}
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=str))
+    chart(results, out / f"{stem}.png")
     return report
 
 
