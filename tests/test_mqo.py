@@ -294,3 +294,20 @@ def test_structure_indexes_follow_later_additions() -> None:
     inst.add_op(extra, Op(1.0, (), 0))
     assert inst.parents[0] == [extra] and inst.loads[0] == [1, extra]
     assert inst.order.index(0) < inst.order.index(extra)
+
+
+def test_the_solver_writes_nothing_to_standard_output() -> None:
+    """HiGHS prints a banner on the process's file descriptor 1 when its first model is made;
+    the exact selection must not, or ``tempura plan --format json`` is no longer JSON. Run in a
+    fresh interpreter, where no model has been made yet."""
+    import pathlib
+    import subprocess
+    import sys
+
+    code = ("from tests.test_mqo import seed_example\n"
+            "from tempura.mqo import solve\n"
+            "print(round(solve(seed_example(0.001, 1.0)).objective, 6))\n")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                          cwd=root)
+    assert done.stdout == "4.015\n"

@@ -33,7 +33,10 @@ objective before solving, so that the solver's tolerances mean the same on every
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,10 +75,32 @@ class NoSolver(TempuraError):
     """No MILP solver is installed."""
 
 
+@functools.cache
+def _quiet_highs() -> None:
+    """HiGHS writes its banner to the process's standard output the first time a model is made in
+    the process, whatever ``output_flag`` says afterwards (PuLP sets it only then): that would
+    corrupt ``tempura plan --format json``. Make the first model here, with file descriptor 1
+    pointed at the null device."""
+    try:
+        import highspy
+    except ImportError:
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def solver(time_limit: float = DEFAULT_TIME_LIMIT, preferred: tuple[str, ...] = SOLVERS) -> Any:
     """The first available solver of ``preferred``, exact to the optimum (no relative gap)."""
     for name in preferred:
         if name == "HiGHS":
+            _quiet_highs()
             candidate = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=PROOF_TOLERANCE / 10, gapAbs=0.0, threads=1)
         elif name in ("COIN_CMD", "PULP_CBC_CMD") and hasattr(pulp, name):
             candidate = getattr(pulp, name)(msg=False, timeLimit=time_limit, gapRel=0.0)
