@@ -64,6 +64,11 @@ class Attempt:
     correct: bool
     detail: str = ""
 
+    @property
+    def verdict(self) -> str:
+        """What the log says of its deliveries."""
+        return "ok" if self.correct else f"WRONG ({self.detail})"
+
 
 @dataclass
 class Contender:
@@ -166,17 +171,15 @@ def run_scenario(spark: SparkSession, spec: StandingQuery, workdir: Path, repeat
         for name in runnable:
             started = time.perf_counter()
             attempt = attempt_of(name)
-            verdict = "ok" if attempt.correct else f"WRONG ({attempt.detail})"
-            log(f"{spec.name} warm-up {name}: {time.perf_counter() - started:.1f}s elapsed, {verdict} (not measured)")
+            log(f"{spec.name} warm-up {name}: {time.perf_counter() - started:.1f}s elapsed, {attempt.verdict} (not measured)")
     for rep in range(repeat):
         for name in round_order(runnable, rep):
             settle(spark)
             started = time.perf_counter()
             attempt = attempt_of(name)
             found[name].attempts.append(attempt)
-            verdict = "ok" if attempt.correct else f"WRONG ({attempt.detail})"
             log(f"{spec.name} run {rep + 1}/{repeat} {name}: cpu {sum(attempt.cpu):.2f}s, "
-                f"{time.perf_counter() - started:.1f}s elapsed, {verdict}")
+                f"{time.perf_counter() - started:.1f}s elapsed, {attempt.verdict}")
     return found
 
 

@@ -35,8 +35,9 @@ import math
 import statistics
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from benchmarks.cardinality import BENCH_DRIVER_MEMORY, Progress, prepare
 from tempura.api import Session
@@ -169,12 +170,26 @@ def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeo
 def written_joins(spark: SparkSession, text: str) -> bool:
     """Whether Spark, joining in written order, plans a cross product (a nested-loop join or a
     cartesian product) for the query."""
-    for key, value in SPARK_CONF["spark-written"].items():
-        spark.conf.set(key, value)
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    plan = spark.sql(text)._jdf.queryExecution().executedPlan().toString()
-    spark.conf.set("spark.sql.adaptive.enabled", "true")
+    with spark_conf(spark, SPARK_CONF["spark-written"] | {"spark.sql.adaptive.enabled": "false"}):
+        plan = spark.sql(text)._jdf.queryExecution().executedPlan().toString()
     return "CartesianProduct" in plan or "BroadcastNestedLoopJoin" in plan
+
+
+@contextmanager
+def spark_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` in the session's SQL conf for the block; each key's earlier value (or its
+    absence) restored after."""
+    earlier = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, before in earlier.items():
+            if before is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, before)
 
 
 def written_cross_product_rows(spark: SparkSession, text: str) -> list[list[float | None]]:
@@ -182,11 +197,8 @@ def written_cross_product_rows(spark: SparkSession, text: str) -> list[list[floa
     condition) of the written order's logical plan, by Spark's cost-based statistics on the
     analysed tables (``None``: Spark has no estimate). Spark's reordering stays off, so the plan
     keeps the written order."""
-    for key, value in SPARK_CONF["spark-written"].items():
-        spark.conf.set(key, value)
-    spark.conf.set("spark.sql.cbo.enabled", "true")
-    spark.conf.set("spark.sql.cbo.planStats.enabled", "true")
-    try:
+    costed = {"spark.sql.cbo.enabled": "true", "spark.sql.cbo.planStats.enabled": "true"}
+    with spark_conf(spark, SPARK_CONF["spark-written"] | costed):
         plan = spark.sql(text)._jdf.queryExecution().optimizedPlan()
         found: list[list[float | None]] = []
         pending = [plan]
@@ -197,9 +209,6 @@ def written_cross_product_rows(spark: SparkSession, text: str) -> list[list[floa
             if node.nodeName() == "Join" and node.condition().isEmpty() and node.joinType().toString() in ("Inner", "Cross"):
                 found.append([_estimated_rows(node.left()), _estimated_rows(node.right())])
         return found
-    finally:
-        spark.conf.set("spark.sql.cbo.enabled", "false")
-        spark.conf.set("spark.sql.cbo.planStats.enabled", "false")
 
 
 def _estimated_rows(node: Any) -> float | None:
