@@ -50,6 +50,7 @@ from tempura.rules.tvr import METHODS, RULE_NAMES, RULES, Expansion, rules_for
 from tempura.rules.logical.reorder import DP_LIMIT
 from tempura.stats.estimate import Estimator
 from tempura.stats.relation import RelStats
+from tempura.tvr.bounds import ArrivalBounds, Prover
 from tempura.tvr.estimate import TvrEstimator
 from tempura.tvr.forms import Form
 from tempura.tvr.operators import SourceRead, StateRead
@@ -165,10 +166,12 @@ def state_keys(memo: Memo, forms: dict[tuple[int, Form], int], signatures: dict[
 
 @dataclass(frozen=True)
 class Arrival:
-    """What the planner needs of the arrival model."""
+    """What the planner needs of the arrival model: each source's share of rows per interval,
+    whether it deletes, and what its reads are proven to hold (:mod:`tempura.tvr.bounds`)."""
 
     fraction: Callable[[str, int, int], float]
     insert_only: Callable[[str], bool]
+    bounds: ArrivalBounds = field(default_factory=lambda: ArrivalBounds({}))
 
     @staticmethod
     def uniform(k: int, deletions: Iterable[str] = ()) -> Arrival:
@@ -183,12 +186,16 @@ class IncrementalPlanner(Planner):
     def __init__(self, estimator: Estimator, arrival: Arrival, constants: CostConstants | None = None, dp_limit: int = DP_LIMIT) -> None:
         super().__init__(estimator, constants, dp_limit)
         self.arrival = arrival
-        self.tvr_estimator = TvrEstimator(estimator, arrival.fraction)
+        self.tvr_estimator = TvrEstimator(estimator, arrival.fraction, arrival.bounds)
+        self._prover: Prover | None = None  # of the memo being planned
 
     def _derive(self, expr: LogicalPlan, inputs: list[RelStats]) -> RelStats:
         if isinstance(expr, PartialAggregate):
             return super()._derive(expr, inputs)
-        return self.tvr_estimator.derive(expr, inputs)
+        stats = self.tvr_estimator.derive(expr, inputs)
+        if self._prover is not None and self._prover.expr_empty(expr):
+            return dataclasses.replace(stats, rows=0.0)
+        return stats
 
     def plan_standing(
         self,
@@ -249,6 +256,7 @@ class IncrementalPlanner(Planner):
         if join_orders == "best" or (join_orders == "auto" and memo.size()[1] > JOIN_ORDER_LIMIT):
             memo, root = self._best_order(memo, root, off_classic)
         template = memo.size()
+        self._prover = Prover(memo, self.arrival.bounds) if self.arrival.bounds else None
         signatures = template_signatures(memo, template[0])
         templated = time.perf_counter()
         expansion = Expansion(memo, time_points.k, rules_for(method, tvr_off), lambda scan: self.arrival.insert_only(scan.table), root,
@@ -265,7 +273,7 @@ class IncrementalPlanner(Planner):
         expanded = time.perf_counter()
         committed = _committed_groups(memo, expansion, signatures, resume)
         implementer = TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic),
-                                       floor, {g: t for g, (t, _) in committed.items()})
+                                       floor, {g: t for g, (t, _) in committed.items()}, self._prover)
         search = Search(memo, implementer)
         for v, group in roots.items():
             if search.optimize(group, Props(time=v)) is None:

@@ -52,6 +52,7 @@ from tempura.runtime.sources import SourceData
 from tempura.sql import parse_query
 from tempura.stats.estimate import Estimator
 from tempura.tvr import TimePoints
+from tempura.tvr.bounds import ArrivalBounds, SourceBound
 from tempura.tvr.plan import MultiTimePlan
 
 pytestmark = pytest.mark.spark
@@ -109,6 +110,7 @@ class Case:
     deliver: tuple[int, ...] = ()  # the time points with a result due (default: all)
     methods: tuple[str, ...] = ()  # the methods planned (default: every method and auto)
     disabled: tuple[str, ...] = ()  # TVR rules left out
+    bounds: bool = False  # whether the planner knows the arrival bounds of insert-only tables' reads
 
     @property
     def deliveries(self) -> tuple[int, ...]:
@@ -401,9 +403,10 @@ def plan_case(case: Case, objective: Objective | None = None) -> dict[str, Multi
     def fraction(_table: str, start: int, end: int) -> float:
         return sum(weights[start:end]) / sum(weights)
 
-    arrival = Arrival(fraction=fraction, insert_only=lambda table: table not in with_deletions)
-    planner = IncrementalPlanner(Estimator(stats.lookup), arrival)
     values = tuple(range(1, case.k + 1))
+    bounds = ArrivalBounds({t.name: SourceBound(ARRIVAL, values) for t in case.tables if case.bounds and not t.deletions})
+    arrival = Arrival(fraction=fraction, insert_only=lambda table: table not in with_deletions, bounds=bounds)
+    planner = IncrementalPlanner(Estimator(stats.lookup), arrival)
     methods = case.methods or tuple(METHODS)
     return plan_methods(planner, query, case.sql, TimePoints(values, case.deliveries), objective or objective_of(case), methods,
                         case.disabled)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from tempura.algebra import Query
 from tempura.catalog import Catalog
@@ -22,10 +22,11 @@ from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
 from tempura.incremental import AUTO_MARGIN, Arrival, IncrementalPlanner, Resume, plan_methods
 from tempura.mqo import BudgetError, MqoOptions
-from tempura.scheduler.spec import StandingQuery
+from tempura.scheduler.spec import Cycle, StandingQuery
 from tempura.sql import parse_query
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 from tempura.tvr.arrival import ArrivalModel, SourceArrival, measure
+from tempura.tvr.bounds import ArrivalBounds, SourceBound
 from tempura.tvr.plan import MultiTimePlan
 
 if TYPE_CHECKING:
@@ -46,13 +47,35 @@ class Prepared:
     estimator: Estimator
     arrival: ArrivalModel
     notes: list[str] = field(default_factory=list)
+    bounds: ArrivalBounds | None = None  # of the cycle planned; None: the first cycle's
 
     @property
     def objective(self) -> Objective:
         return Objective(self.spec.weights())
 
     def planner(self, constants: CostConstants | None = None) -> IncrementalPlanner:
-        return IncrementalPlanner(self.estimator, Arrival(self.arrival.fraction, self.arrival.insert_only), constants)
+        bounds = self.bounds if self.bounds is not None else arrival_bounds(self.spec)
+        return IncrementalPlanner(self.estimator, Arrival(self.arrival.fraction, self.arrival.insert_only, bounds),
+                                  constants)
+
+
+def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
+                   empty: Mapping[str, Iterable[int]] | None = None) -> ArrivalBounds:
+    """What the landing guarantees of each source's reads in ``cycle`` (the first by default):
+    an insert-only source arriving by a column has its rows' arrival values within the read's
+    time range (:mod:`tempura.tvr.bounds`); a range query's window and ``late: next`` keep
+    only the upper end of a delta's range. ``empty``: the intervals of each source that have
+    landed no rows."""
+    cycle = cycle or spec.cycle(0)
+    assert cycle is not None
+    window = spec.window is not None
+    out = {}
+    for name, source in spec.sources.items():
+        if source.arrival.column is None or source.changes is not None:
+            continue
+        out[name] = SourceBound(source.arrival.column, tuple(cycle.time_points.values),
+                                None if window else cycle.origin, on_time=spec.model.late == "reject" and not window)
+    return ArrivalBounds(out, empty)
 
 
 def hidden_columns(spec: StandingQuery, table: str) -> set[str]:

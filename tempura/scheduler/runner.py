@@ -38,11 +38,13 @@ from tempura.runtime.ingest import OP, TP, Feed, Landed, check_schema, interval_
 from tempura.runtime.metrics import Meter
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
-from tempura.scheduler.planning import Prepared, analyze_sources, job_folder, plan_spec, prepare, stale_sources
+from tempura.scheduler.planning import (Prepared, analyze_sources, arrival_bounds, job_folder, plan_spec, prepare,
+                                        stale_sources)
 from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
 from tempura.scheduler.spec import Cycle, StandingQuery
 from tempura.stats import Estimator
 from tempura.tvr.arrival import SourceArrival
+from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.plan import MultiTimePlan
 
 if TYPE_CHECKING:
@@ -205,7 +207,6 @@ class Runner:
         self._check_drift(previous)
         saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
         plan = self.plan(cycle, index, saved, previous)
-        self.store.save_plan(label, index, plan.to_json())
         steps = len(plan.at(index)) + len(self.feeds)
         done = 0
 
@@ -216,6 +217,8 @@ class Runner:
                 self.progress(f"{label} t{index}: {what}", done, steps)
 
         landed = self._land(cycle, index, previous, tick)
+        plan = self._after_landing(cycle, index, plan, saved, previous, landed)
+        self.store.save_plan(label, index, plan.to_json())
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.time_points.k, self.output)
         run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
         saved.update(run.saved)
@@ -308,20 +311,47 @@ class Runner:
             made = self._plans[key] = self._planned(cycle, index, saved, previous)[0]
         return made
 
+    def _after_landing(self, cycle: Cycle, index: int, plan: MultiTimePlan, saved: dict[str, SavedState],
+                       previous: dict[str, Any] | None, landed: dict[str, Landed]) -> MultiTimePlan:
+        """The plan to run at ``index`` now that its intervals have landed: the same, unless a
+        source landed no rows where the plan reads it at ``index`` — then an empty read is a
+        fact, and the time point is planned again with the landed counts (a join probing a
+        whole snapshot with an empty delta need not run)."""
+        empty = {name for name, land in landed.items() if land.rows == 0}
+        if not empty:
+            return plan
+        bounds = ArrivalBounds({}, {name: {index} for name in empty})
+        hit = sorted({r.scan.table for f in plan.at(index) for r in f.sources if r.end == index and bounds.read_empty(r)})
+        if not hit:
+            return plan
+        replanned, _ = self._planned(cycle, index, saved, previous, landed)
+        why = f"planned again after landing: {', '.join(hit)} landed no rows at t{index}"
+        replanned.notes.append(why)
+        self._plans[(cycle.label, index)] = replanned
+        self.history.record_plan(plan_id(replanned), cycle.label, index, replanned.method, replanned.cost.times,
+                                 replanned.cost.weighted, why, dt.datetime.now().isoformat(timespec="seconds"))
+        return replanned
+
     def _planned(self, cycle: Cycle, floor: int, saved: dict[str, SavedState],
-                 previous: dict[str, Any] | None) -> tuple[MultiTimePlan, list[str]]:
+                 previous: dict[str, Any] | None, landed: dict[str, Landed] | None = None) -> tuple[MultiTimePlan, list[str]]:
+        """The plan from ``floor`` on, with the counts measured so far (and ``landed``: the
+        counts of ``floor``'s own intervals, when they have landed)."""
         base = self.prepared()
+        counts = {name: [tuple(pair) for pair in rows] for name, rows in (previous or {}).get("measured", {}).items()}
+        for name, land in (landed or {}).items():
+            counts.setdefault(name, []).append((land.rows, land.deletions))
         measured = {name: Measured(tuple(int(r) for r, _ in rows), tuple(int(d) for _, d in rows))
-                    for name, rows in (previous or {}).get("measured", {}).items()}
+                    for name, rows in counts.items()}
+        empty = {name: {i + 1 for i, (r, _) in enumerate(rows) if int(r) == 0} for name, rows in counts.items()}
         declared = [name for name, source in self.spec.sources.items()
                     if source.expected is not None and source.expected.kind == "rows"]
         tables = base.estimator.tables
         arrival, rows, reasons = updated(base.arrival, tables, measured, declared)
-        prepared = Prepared(base.spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
-                            list(base.notes))
         for name, feed in self.feeds.items():
             if feed.window is not None and name not in measured:  # the window's leaving rows are deletions
                 arrival = arrival.with_source(name, SourceArrival(arrival.source(name).fractions, None))
+        prepared = Prepared(base.spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
+                            list(base.notes), arrival_bounds(self.spec, cycle, empty))
         resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved.values() if s.key))
         output = self.spec.model.output.mode if self.spec.model.output is not None else "snapshot"
         errors: dict[str, TempuraError] = {}

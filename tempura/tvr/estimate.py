@@ -3,18 +3,22 @@ lowering to the ordinary algebra.
 
 A source read of ``(t_start, t_end]`` holds the share of the source's cycle rows that the arrival
 model puts in that interval; every column keeps its distribution, with distinct counts thinned
-as a sample of that size would thin them (Cardenas). The other TVR operators are estimated as
-the ordinary operators they lower to, so a consolidation is costed as the aggregate it is.
+as a sample of that size would thin them (Cardenas), except the arrival column when the query
+reads it: its distribution is narrowed to the values the read can hold (:mod:`tempura.tvr.bounds`),
+so that a filter on it over the last interval's rows is estimated against the last interval's
+dates. A memo expression proven empty has no rows. The other TVR operators are estimated as the
+ordinary operators they lower to, so a consolidation is costed as the aggregate it is.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from tempura.algebra import LogicalPlan, Repeat
+from tempura.algebra import Filter, LogicalPlan, Repeat
 from tempura.memo import GroupRef
 from tempura.stats.estimate import Estimator, blank_column
 from tempura.stats.relation import RelStats, scale_column
+from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.operators import SourceRead, TvrOperator
 from tempura.tvr.zset import MULT, MULT_FIELD
 
@@ -25,9 +29,10 @@ Fraction = Callable[[str, int, int], float]
 class TvrEstimator:
     """Derives statistics for TVR operators; everything else goes to ``estimator``."""
 
-    def __init__(self, estimator: Estimator, fraction: Fraction) -> None:
+    def __init__(self, estimator: Estimator, fraction: Fraction, bounds: ArrivalBounds | None = None) -> None:
         self.estimator = estimator
         self.fraction = fraction
+        self.bounds = bounds or ArrivalBounds({})
         self._reads: dict[SourceRead, RelStats] = {}
 
     def derive(self, plan: LogicalPlan, inputs: list[RelStats]) -> RelStats:
@@ -49,6 +54,11 @@ class TvrEstimator:
         base = self.estimator.derive(plan.scan, [])
         rows = base.rows * self.fraction(plan.scan.table, plan.start, plan.end)
         columns = {name: scale_column(stats, base.rows, rows) for name, stats in base.columns.items()}
+        fact, condition = self.bounds.fact(plan), self.bounds.predicate(plan)
+        if fact is not None and condition is not None:  # the arrival column holds only what the read can
+            narrowed = self.estimator.derive(Filter(plan.scan, condition), [base]).columns.get(fact[0])
+            if narrowed is not None:
+                columns[fact[0]] = narrowed
         size = base.row_size
         if plan.delta:
             columns[MULT] = blank_column(MULT_FIELD)

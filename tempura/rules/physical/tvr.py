@@ -17,28 +17,31 @@ property carries the time point at which the consumer runs (:attr:`Props.time`):
 TVR operators reach the memo lowered to the ordinary operators (a consolidation, a partial
 aggregation and a merge of partial states are aggregates; a ``+#`` is a union, or a
 consolidation followed by ``Repeat``), which the Spark implementer plans and costs. What is left
-here: a source read, a file scan of the interval's rows; and ``Repeat``, Spark's ``explode``
-of each row's count.
+here: a source read, a file scan of the interval's rows; ``Repeat``, Spark's ``explode``
+of each row's count; and, for a group the :class:`~tempura.tvr.bounds.Prover` proves empty, an
+empty relation at no cost (``Empty``), whatever the group's other expressions would read.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from tempura.algebra import LogicalPlan, Repeat
+from tempura.algebra import LogicalPlan, Repeat, Values
 from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import Alternative, Group, GroupRef, Memo
-from tempura.memo.properties import NO_PROPS, Props
+from tempura.memo.properties import BROADCAST, BROADCASTED, NO_PROPS, SINGLE_PARTITION, Props
 from tempura.rules.physical.aggregate import PartialAggregate
 from tempura.rules.physical.implementer import SparkImplementer
 from tempura.rules.tvr.expansion import available
 from tempura.stats.relation import RelStats
+from tempura.tvr.bounds import Prover
 from tempura.tvr.operators import SourceRead
 
 LOAD = "LoadState"
 COMMITTED = "CommittedState"
+EMPTY = "Empty"
 
 
 def _any(_delivered: list[Props]) -> Props:
@@ -49,8 +52,9 @@ class TimedImplementer:
     """Alternatives with execution times and cost vectors, plus the ``load`` enforcer."""
 
     def __init__(self, memo: Memo, costs: SparkCosts, objective: Objective, inner: SparkImplementer,
-                 floor: int = 1, committed: dict[int, int] | None = None) -> None:
+                 floor: int = 1, committed: dict[int, int] | None = None, prover: Prover | None = None) -> None:
         self.memo = memo
+        self.prover = prover
         self.costs = costs
         self.objective = objective
         self.inner = inner
@@ -95,7 +99,17 @@ class TimedImplementer:
         out = [self._at(a, time) for a in self.inner.enforce(group, required.at(0))]
         if required.is_any and self.keepable(group):
             out.extend(self._loads(group, time))
+        if self.prover is not None and self.prover.empty(group.id):
+            out.append(self._empty(group, required))
         return out
+
+    def _empty(self, group: Group, required: Props) -> Alternative:
+        """A proven-empty group as an empty relation: no cost, and any distribution or order."""
+        delivered = Props(BROADCASTED if required.distribution.kind == BROADCAST else SINGLE_PARTITION,
+                          required.ordering, required.time)
+        why = self.prover.why(group.id) if self.prover is not None else ""
+        return Alternative(EMPTY, f"proven empty: {why}", (), CostVector.zero(self.objective).with_rows(0.0),  # type: ignore[arg-type]
+                           lambda _d: delivered, Values(tuple(group.schema.fields), ()), None, "empty")
 
     @staticmethod
     def keepable(group: Group) -> bool:

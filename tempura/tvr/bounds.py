@@ -1,0 +1,414 @@
+"""Proven facts about what a plan reads: arrival bounds, column ranges and empty groups.
+
+A source that arrives by a column the query can see (``arrival: {column: c}``, an insert-only
+source) gives every read of it a fact, not an estimate, because the landing puts a row in the
+interval its arrival value falls in (:mod:`tempura.runtime.ingest`):
+
+- every row of ``SS[v]`` and of ``SD[u,v]`` has ``t_0 < c <= t_v`` (``t_0``: the cycle's origin;
+  rows arriving at or before it belong to an earlier cycle);
+- every row of ``SD[u,v]`` has ``c > t_u`` as well when rows arrive on time: under ``late: reject``
+  and outside a range query's window (under ``late: next`` a late row lands in a later interval
+  with its own, earlier, arrival value; a window's leaving rows are deletions of old rows).
+
+:class:`ArrivalBounds` states these facts per read. The estimator narrows the arrival column's
+distribution to them (a read of the last interval holds no early dates), and :class:`Prover`
+carries them up through the memo, with the ranges that filters add, to prove groups empty: a
+filter ``o_orderdate < '1995-03-15'`` over the orders that arrived in ``(1997-05-03, 1999-02-12]``
+selects nothing, so the join of that delta with a whole snapshot of line items is empty too. The
+search implements a proven-empty group as an empty relation at no cost, which is exact whatever
+the statistics say. Facts are about non-null values (a NULL fails every comparison), so they
+hold on the padded side of an outer join too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from sqlglot import exp
+
+from tempura.algebra import (
+    Aggregate,
+    Distinct,
+    Except,
+    Filter,
+    Intersect,
+    Join,
+    JoinKind,
+    Limit,
+    LogicalPlan,
+    Project,
+    Repeat,
+    Sort,
+    Union,
+    Values,
+    column_name,
+    conjuncts,
+)
+from tempura.memo import GroupRef, Memo
+from tempura.stats.model import Kind, kind_of
+from tempura.stats.values import NotConstant, coerce, constant, encode_date, encode_timestamp
+from tempura.tvr.operators import SourceRead
+from tempura.tvr.time import TimeValue
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The values a column's non-null values lie in, on the statistics' number line (numbers,
+    dates as days, timestamps as seconds); a ``None`` end is unbounded."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    @property
+    def empty(self) -> bool:
+        if self.low is None or self.high is None:
+            return False
+        return self.low > self.high or (self.low == self.high and (self.low_open or self.high_open))
+
+    def meet(self, other: Interval) -> Interval:
+        """Both at once (the intersection)."""
+        low, low_open = _end(self.low, self.low_open, other.low, other.low_open, larger=True, narrow=True)
+        high, high_open = _end(self.high, self.high_open, other.high, other.high_open, larger=False, narrow=True)
+        return Interval(low, high, low_open, high_open)
+
+    def join(self, other: Interval) -> Interval:
+        """Either (the hull of the union)."""
+        low, low_open = _end(self.low, self.low_open, other.low, other.low_open, larger=False, narrow=False)
+        high, high_open = _end(self.high, self.high_open, other.high, other.high_open, larger=True, narrow=False)
+        return Interval(low, high, low_open, high_open)
+
+    def __str__(self) -> str:
+        low = "(-inf" if self.low is None else ("(" if self.low_open else "[") + f"{self.low:g}"
+        high = "+inf)" if self.high is None else f"{self.high:g}" + (")" if self.high_open else "]")
+        return f"{low}, {high}"
+
+
+def _end(a: float | None, a_open: bool, b: float | None, b_open: bool, larger: bool, narrow: bool) -> tuple[float | None, bool]:
+    """One end of a meet (``narrow``: an unbounded end yields to a bound one) or of a hull (an
+    unbounded end wins): the ``larger`` or smaller value; at a tie a meet is open if either end
+    is, a hull only if both are."""
+    if a is None or b is None:
+        if not narrow:
+            return None, False
+        return (b, b_open) if a is None else (a, a_open)
+    if a == b:
+        return a, (a_open or b_open) if narrow else (a_open and b_open)
+    chosen = max(a, b) if larger else min(a, b)
+    return chosen, a_open if chosen == a else b_open
+
+
+Facts = dict[str, Interval]
+"""Proven ranges of a relation's columns, by column name."""
+
+
+def _meet_facts(a: Mapping[str, Interval], b: Mapping[str, Interval]) -> Facts:
+    out = dict(a)
+    for name, interval in b.items():
+        out[name] = out[name].meet(interval) if name in out else interval
+    return out
+
+
+def encode_time(value: TimeValue, kind: Kind) -> float | None:
+    """A time point on the number line of a column of domain ``kind``, or ``None`` when the
+    two do not compare simply. A date column against a timestamp time point compares at the
+    date's midnight, so ``c <= t`` and ``c > t`` both hold exactly as of ``t``'s date."""
+    if kind == "date" and isinstance(value, dt.date):
+        day = value.date() if isinstance(value, dt.datetime) else value
+        return encode_date(day)
+    if kind == "timestamp" and isinstance(value, dt.datetime):
+        return encode_timestamp(value)
+    if kind == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class SourceBound:
+    """One source's arrival column (as the source names it), the cycle's time points ``t_1..t_k``
+    and origin ``t_0`` (``None``: no earlier data is excluded; every landed row arrived after
+    it), and whether a delta's rows all arrived after its start (on time: ``late: reject``, no
+    window, insert-only)."""
+
+    column: str
+    values: tuple[TimeValue, ...]
+    origin: TimeValue | None = None
+    on_time: bool = True
+
+
+class ArrivalBounds:
+    """The arrival facts of every source read (see the module docstring), and the intervals
+    known to have landed no rows (``empty``: source -> interval indices), whose reads are empty
+    whatever the source's arrival."""
+
+    def __init__(self, sources: Mapping[str, SourceBound], empty: Mapping[str, Iterable[int]] | None = None) -> None:
+        self.sources = {name.lower(): bound for name, bound in sources.items()}
+        self.empty = {name.lower(): frozenset(found) for name, found in (empty or {}).items() if found}
+
+    def __bool__(self) -> bool:
+        return bool(self.sources) or bool(self.empty)
+
+    def read_empty(self, read: SourceRead) -> bool:
+        """Whether every interval ``read`` covers landed no rows."""
+        empty = self.empty.get(read.scan.table.lower())
+        if not empty or read.end < 1:
+            return False
+        first = read.start + 1 if read.delta else 1
+        return all(i in empty for i in range(first, read.end + 1))
+
+    def fact(self, read: SourceRead) -> tuple[str, Interval] | None:
+        """The column (as the plan names it) and range every row of ``read`` has, if any."""
+        bound = self.sources.get(read.scan.table.lower())
+        if bound is None or read.end < 1 or read.end > len(bound.values):
+            return None
+        column = next((c for c in read.scan.columns if c.source.lower() == bound.column.lower()), None)
+        if column is None:
+            return None  # the query does not read the arrival column
+        kind = kind_of(column.field.type)
+        high = encode_time(bound.values[read.end - 1], kind)
+        if high is None:
+            return None
+        start = bound.origin
+        if bound.on_time and read.delta and read.start >= 1:
+            start = bound.values[read.start - 1]
+        low = None if start is None else encode_time(start, kind)
+        return column.field.name, Interval(low, high, low_open=True)
+
+    def predicate(self, read: SourceRead) -> exp.Expr | None:
+        """The fact of ``read`` as a SQL condition over its columns (for the estimator)."""
+        bound = self.sources.get(read.scan.table.lower())
+        found = self.fact(read)
+        if found is None or bound is None:
+            return None
+        name, interval = found
+        column = exp.column(name)
+        kind = kind_of(read.scan.schema.field(name).type)
+        high = _literal(interval.high, kind)
+        condition: exp.Expr = exp.LTE(this=column, expression=high)
+        if interval.low is not None:
+            condition = exp.and_(exp.GT(this=column.copy(), expression=_literal(interval.low, kind)), condition)
+        return condition
+
+
+def _literal(value: float | None, kind: Kind) -> exp.Expr:
+    assert value is not None
+    if kind == "date":
+        day = dt.date(1970, 1, 1) + dt.timedelta(days=int(value))
+        return exp.cast(exp.Literal.string(day.isoformat()), "date")
+    if kind == "timestamp":
+        moment = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=value)
+        return exp.cast(exp.Literal.string(moment.isoformat(sep=" ")), "timestamp")
+    return exp.Literal.number(value if not float(value).is_integer() else int(value))
+
+
+_FLIPPED: dict[type[exp.Expr], type[exp.Expr]] = {exp.LT: exp.GT, exp.LTE: exp.GTE, exp.GT: exp.LT, exp.GTE: exp.LTE,
+                                                 exp.EQ: exp.EQ}
+
+
+def predicate_facts(condition: exp.Expr, kinds: Mapping[str, Kind]) -> Facts:
+    """The ranges a row passing ``condition`` has: from its conjuncts that compare a column with a
+    constant (``<``, ``<=``, ``>``, ``>=``, ``=``, ``BETWEEN``, ``IN`` of constants)."""
+    facts: Facts = {}
+    for part in conjuncts(condition):
+        found = _conjunct_fact(part.unnest(), kinds)
+        if found is not None:
+            facts = _meet_facts(facts, {found[0]: found[1]})
+    return facts
+
+
+def _value(node: exp.Expr, kind: Kind) -> float | None:
+    try:
+        raw, _ = constant(node)
+    except NotConstant:
+        return None
+    value = coerce(raw, kind)
+    return value if isinstance(value, float) and not isinstance(value, bool) else None
+
+
+def _conjunct_fact(node: exp.Expr, kinds: Mapping[str, Kind]) -> tuple[str, Interval] | None:
+    if isinstance(node, exp.Between):
+        name = column_name(node.this)
+        kind = kinds.get(name or "")
+        if name is None or kind not in ("number", "date", "timestamp"):
+            return None
+        low, high = _value(node.args["low"], kind), _value(node.args["high"], kind)
+        return None if low is None or high is None else (name, Interval(low, high))
+    if isinstance(node, exp.In) and not node.args.get("query"):
+        name = column_name(node.this)
+        kind = kinds.get(name or "")
+        if name is None or kind not in ("number", "date", "timestamp") or not node.expressions:
+            return None
+        values = [_value(v, kind) for v in node.expressions]
+        if any(v is None for v in values):
+            return None
+        known = [v for v in values if v is not None]
+        return name, Interval(min(known), max(known))
+    op = type(node)
+    if op not in _FLIPPED:
+        return None
+    assert isinstance(node, exp.Binary)
+    left, right = node.this, node.expression
+    name = column_name(left)
+    if name is None:
+        name, right, op = column_name(right), left, _FLIPPED[op]
+    kind = kinds.get(name or "")
+    if name is None or kind not in ("number", "date", "timestamp"):
+        return None
+    value = _value(right, kind)
+    if value is None:
+        return None
+    if op is exp.EQ:
+        return name, Interval(value, value)
+    if op in (exp.LT, exp.LTE):
+        return name, Interval(None, value, high_open=op is exp.LT)
+    return name, Interval(value, None, low_open=op is exp.GT)
+
+
+class Prover:
+    """Facts and emptiness of memo groups, derived from the arrival bounds of source reads and
+    the predicates above them; memoised per group. A group reached again while its own facts are
+    being derived (the memo's cycles: a snapshot from a delta from two snapshots) contributes no
+    facts, which is sound: fewer facts prove less."""
+
+    def __init__(self, memo: Memo, bounds: ArrivalBounds) -> None:
+        self.memo = memo
+        self.bounds = bounds
+        self._facts: dict[int, Facts] = {}
+        self._empty: dict[int, bool] = {}
+        self._active: set[int] = set()
+        self._active_empty: set[int] = set()
+
+    # -- facts ------------------------------------------------------------------------------
+
+    def facts(self, group: int) -> Facts:
+        """Ranges every non-null value of the group's columns lies in."""
+        group = self.memo.find(group)
+        known = self._facts.get(group)
+        if known is not None:
+            return known
+        if group in self._active:
+            return {}
+        self._active.add(group)
+        try:
+            facts: Facts = {}
+            for expr in list(self.memo.group(group).exprs):
+                facts = _meet_facts(facts, self.expr_facts(expr))
+        finally:
+            self._active.discard(group)
+        self._facts[group] = facts
+        return facts
+
+    def _input(self, ref: LogicalPlan) -> Facts:
+        return self.facts(ref.group) if isinstance(ref, GroupRef) else {}
+
+    def expr_facts(self, expr: LogicalPlan) -> Facts:
+        """The facts one memo expression proves about its group."""
+        if isinstance(expr, SourceRead):
+            found = self.bounds.fact(expr)
+            return {} if found is None else {found[0]: found[1]}
+        if isinstance(expr, Filter):
+            kinds = {f.name: kind_of(f.type) for f in expr.input.schema.fields}
+            return _meet_facts(self._input(expr.input), predicate_facts(expr.condition, kinds))
+        if isinstance(expr, (Sort, Limit, Distinct)):
+            return self._input(expr.input)
+        if isinstance(expr, Repeat):
+            return {n: i for n, i in self._input(expr.input).items() if n != expr.count}
+        if isinstance(expr, Project):
+            below = self._input(expr.input)
+            out: Facts = {}
+            for p in expr.projections:
+                source = column_name(p.expression)
+                if source is not None and source in below:
+                    out[p.field.name] = below[source]
+            return out
+        if isinstance(expr, Aggregate):
+            below = self._input(expr.input)
+            return {k: below[k] for k in expr.keys if k in below}
+        if isinstance(expr, Join):
+            names = set(expr.schema.names)
+            facts = {n: i for n, i in self._input(expr.left).items() if n in names}
+            if expr.kind.keeps_right_columns:
+                facts = _meet_facts(facts, {n: i for n, i in self._input(expr.right).items() if n in names})
+            if expr.condition is not None and expr.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.SEMI):
+                kinds = {f.name: kind_of(f.type) for f in expr.left.schema.fields}
+                if expr.kind is not JoinKind.SEMI:
+                    kinds.update({f.name: kind_of(f.type) for f in expr.right.schema.fields})
+                facts = _meet_facts(facts, {n: i for n, i in predicate_facts(expr.condition, kinds).items() if n in names})
+            return facts
+        if isinstance(expr, Union):
+            left, right = self._input(expr.left), self._input(expr.right)
+            out = {}
+            for field, a, b in zip(expr.fields, expr.left.schema.fields, expr.right.schema.fields):
+                if a.name in left and b.name in right:
+                    out[field.name] = left[a.name].join(right[b.name])
+            return out
+        return {}
+
+    # -- emptiness --------------------------------------------------------------------------
+
+    def empty(self, group: int) -> bool:
+        """Whether the group is proven to hold no rows (at any time point it is computed)."""
+        group = self.memo.find(group)
+        known = self._empty.get(group)
+        if known is not None:
+            return known
+        if group in self._active_empty:
+            return False
+        self._active_empty.add(group)
+        try:
+            result = any(i.empty for i in self.facts(group).values()) or any(
+                self.expr_empty(e) for e in list(self.memo.group(group).exprs))
+        finally:
+            self._active_empty.discard(group)
+        self._empty[group] = result
+        return result
+
+    def _input_empty(self, ref: LogicalPlan) -> bool:
+        return isinstance(ref, GroupRef) and self.empty(ref.group)
+
+    def expr_empty(self, expr: LogicalPlan) -> bool:
+        """Whether one memo expression proves its group empty."""
+        if isinstance(expr, Values):
+            return not expr.rows
+        if isinstance(expr, SourceRead):
+            return self.bounds.read_empty(expr)
+        if isinstance(expr, Filter):
+            if self._input_empty(expr.input):
+                return True
+            return any(i.empty for i in self.expr_facts(expr).values())
+        if isinstance(expr, (Project, Sort, Limit, Distinct, Repeat)):
+            return self._input_empty(expr.input)
+        if isinstance(expr, Aggregate):
+            return bool(expr.keys) and self._input_empty(expr.input)
+        if isinstance(expr, Join):
+            left, right = self._input_empty(expr.left), self._input_empty(expr.right)
+            if expr.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.SEMI):
+                return left or right
+            if expr.kind in (JoinKind.LEFT, JoinKind.ANTI):
+                return left
+            if expr.kind is JoinKind.RIGHT:
+                return right
+            return left and right
+        if isinstance(expr, Union):
+            return self._input_empty(expr.left) and self._input_empty(expr.right)
+        if isinstance(expr, Intersect):
+            return self._input_empty(expr.left) or self._input_empty(expr.right)
+        if isinstance(expr, Except):
+            return self._input_empty(expr.left)
+        return False
+
+    def why(self, group: int) -> str:
+        """A short reason a proven-empty group is empty, for plan listings."""
+        contradicted = [n for n, i in self.facts(group).items() if i.empty]
+        if contradicted:
+            return f"no value of {', '.join(sorted(contradicted))} can pass"
+        read = next((e for e in self.memo.group(group).exprs if isinstance(e, SourceRead) and self.bounds.read_empty(e)), None)
+        if read is not None:
+            return f"{read.scan.table} landed no rows in {read.form}"
+        return "an input is empty"
+
+
+__all__ = ["ArrivalBounds", "Interval", "Prover", "SourceBound", "encode_time", "predicate_facts"]
