@@ -55,6 +55,10 @@ def test_predicate_facts_read_comparisons_with_constants() -> None:
     assert facts["z"] == Interval(None, 4, high_open=True)
     assert facts["w"].empty  # w = 7 and w < 7
     assert "s" not in facts  # a disjunction proves nothing here
+    cast = sqlglot.parse_one("CAST(o AS DATE) >= CAST('1994-01-01' AS DATE) AND CAST(o AS DATE) < "
+                             "CAST('1994-01-01' AS DATE) + INTERVAL '1' YEAR AND CAST(x AS INT) > 1.5")
+    facts = predicate_facts(cast, {"o": "date", "x": "number"})
+    assert facts == {"o": Interval(day, day + 365, high_open=True)}  # a cast to int may change x's values
 
 
 def test_time_points_compare_with_dates_at_midnight() -> None:

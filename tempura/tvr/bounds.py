@@ -228,16 +228,30 @@ def _value(node: exp.Expr, kind: Kind) -> float | None:
     return value if isinstance(value, float) and not isinstance(value, bool) else None
 
 
+def _column(node: exp.Expr, kinds: Mapping[str, Kind]) -> str | None:
+    """The column ``node`` reads as is: a bare column, or one cast to its own date or timestamp
+    domain (``CAST(o_orderdate AS DATE)``), which changes no value."""
+    while isinstance(node, exp.Cast):
+        inner = column_name(node.this)
+        target = kind_of(node.to.sql(dialect="spark"))
+        if inner is not None and target in ("date", "timestamp") and kinds.get(inner) == target:
+            return inner
+        if not isinstance(node.this, exp.Cast):
+            return None
+        node = node.this
+    return column_name(node)
+
+
 def _conjunct_fact(node: exp.Expr, kinds: Mapping[str, Kind]) -> tuple[str, Interval] | None:
     if isinstance(node, exp.Between):
-        name = column_name(node.this)
+        name = _column(node.this, kinds)
         kind = kinds.get(name or "")
         if name is None or kind not in ("number", "date", "timestamp"):
             return None
         low, high = _value(node.args["low"], kind), _value(node.args["high"], kind)
         return None if low is None or high is None else (name, Interval(low, high))
     if isinstance(node, exp.In) and not node.args.get("query"):
-        name = column_name(node.this)
+        name = _column(node.this, kinds)
         kind = kinds.get(name or "")
         if name is None or kind not in ("number", "date", "timestamp") or not node.expressions:
             return None
@@ -251,9 +265,9 @@ def _conjunct_fact(node: exp.Expr, kinds: Mapping[str, Kind]) -> tuple[str, Inte
         return None
     assert isinstance(node, exp.Binary)
     left, right = node.this, node.expression
-    name = column_name(left)
+    name = _column(left, kinds)
     if name is None:
-        name, right, op = column_name(right), left, _FLIPPED[op]
+        name, right, op = _column(right, kinds), left, _FLIPPED[op]
     kind = kinds.get(name or "")
     if name is None or kind not in ("number", "date", "timestamp"):
         return None
