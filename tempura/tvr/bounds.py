@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping, TypeVar
 
 from sqlglot import exp
 
@@ -281,6 +281,26 @@ def _conjunct_fact(node: exp.Expr, kinds: Mapping[str, Kind]) -> tuple[str, Inte
     return name, Interval(value, None, low_open=op is exp.GT)
 
 
+T = TypeVar("T")
+
+
+def _memoised(cache: dict[int, T], active: set[int], group: int, reentered: T, derive: Callable[[int], T]) -> T:
+    """``derive(group)`` once per group; ``reentered`` for a group reached again while its own
+    value is being derived (a cycle of the memo)."""
+    known = cache.get(group)
+    if known is not None:
+        return known
+    if group in active:
+        return reentered
+    active.add(group)
+    try:
+        value = derive(group)
+    finally:
+        active.discard(group)
+    cache[group] = value
+    return value
+
+
 class Prover:
     """Facts and emptiness of memo groups, derived from the arrival bounds of source reads and
     the predicates above them; memoised per group. A group reached again while its own facts are
@@ -299,21 +319,14 @@ class Prover:
 
     def facts(self, group: int) -> Facts:
         """Ranges every non-null value of the group's columns lies in."""
-        group = self.memo.find(group)
-        known = self._facts.get(group)
-        if known is not None:
-            return known
-        if group in self._active:
-            return {}
-        self._active.add(group)
-        try:
+
+        def derive(found: int) -> Facts:
             facts: Facts = {}
-            for expr in list(self.memo.group(group).exprs):
+            for expr in list(self.memo.group(found).exprs):
                 facts = _meet_facts(facts, self.expr_facts(expr))
-        finally:
-            self._active.discard(group)
-        self._facts[group] = facts
-        return facts
+            return facts
+
+        return _memoised(self._facts, self._active, self.memo.find(group), {}, derive)
 
     def _input(self, ref: LogicalPlan) -> Facts:
         return self.facts(ref.group) if isinstance(ref, GroupRef) else {}
@@ -365,20 +378,12 @@ class Prover:
 
     def empty(self, group: int) -> bool:
         """Whether the group is proven to hold no rows (at any time point it is computed)."""
-        group = self.memo.find(group)
-        known = self._empty.get(group)
-        if known is not None:
-            return known
-        if group in self._active_empty:
-            return False
-        self._active_empty.add(group)
-        try:
-            result = any(i.empty for i in self.facts(group).values()) or any(
-                self.expr_empty(e) for e in list(self.memo.group(group).exprs))
-        finally:
-            self._active_empty.discard(group)
-        self._empty[group] = result
-        return result
+
+        def derive(found: int) -> bool:
+            return any(i.empty for i in self.facts(found).values()) or any(
+                self.expr_empty(e) for e in list(self.memo.group(found).exprs))
+
+        return _memoised(self._empty, self._active_empty, self.memo.find(group), False, derive)
 
     def _input_empty(self, ref: LogicalPlan) -> bool:
         return isinstance(ref, GroupRef) and self.empty(ref.group)
