@@ -83,9 +83,9 @@ def test_a_delta_read_is_bounded_on_both_ends_only_when_rows_arrive_on_time() ->
     assert on_time.fact(_read(1, 2, True)) == ("o_orderdate", Interval(days[0], days[1], low_open=True))
     assert late.fact(_read(1, 2, True)) == ("o_orderdate", Interval(first, days[1], low_open=True))
     assert on_time.fact(_read(0, 3, False)) == ("o_orderdate", Interval(first, days[2], low_open=True))
-    condition = on_time.predicate(_read(1, 2, True))
-    assert condition is not None
-    assert condition.sql(dialect="spark") == ("o_orderdate > CAST('1993-01-01' AS DATE) AND "
+    fact = on_time.predicate(_read(1, 2, True))
+    assert fact is not None and fact[0] == "o_orderdate"
+    assert fact[1].sql(dialect="spark") == ("o_orderdate > CAST('1993-01-01' AS DATE) AND "
                                               "o_orderdate <= CAST('1995-01-01' AS DATE)")
     assert ArrivalBounds({}).fact(_read(1, 2, True)) is None
 
@@ -95,8 +95,9 @@ def test_a_delta_read_is_bounded_on_both_ends_only_when_rows_arrive_on_time() ->
 
 @st.composite
 def arrival_filtered(draw: st.DrawFn) -> Case:
-    """A query over insert-only tables with a filter on one table's arrival column (``ts``): the
-    deltas of the intervals outside it are provably empty."""
+    """A query over insert-only tables with a filter on one table's arrival column (``ts``) that
+    leaves out at least one interval (its first or its last): the reads of the intervals outside
+    it are provably empty."""
     k = draw(st.integers(3, 5))
     base = draw(bases())
     aliases = sorted({c.sql.split(".")[0] for c in base.columns} & {"r", "u", "w", "o"})
@@ -104,7 +105,7 @@ def arrival_filtered(draw: st.DrawFn) -> Case:
         base = draw(bases(allow_derived=False))
         aliases = sorted({c.sql.split(".")[0] for c in base.columns} & {"r", "u", "w", "o"})
     alias = draw(st.sampled_from(aliases))
-    n = draw(st.integers(1, k))
+    n = draw(st.integers(2, k - 1))  # every filter below leaves out interval 1 or interval k
     on_time = draw(st.sampled_from([f"{alias}.{ARRIVAL} <= {n}", f"{alias}.{ARRIVAL} < {n}", f"{alias}.{ARRIVAL} > {n - 1}",
                                     f"{alias}.{ARRIVAL} BETWEEN {n} AND {n}", f"{alias}.{ARRIVAL} = {n}",
                                     f"{alias}.{ARRIVAL} IN ({n}, {max(1, n - 1)})"]))
@@ -120,10 +121,6 @@ def arrival_filtered(draw: st.DrawFn) -> Case:
     weights = tuple(draw(st.lists(st.sampled_from([1, 1, 4]), min_size=k, max_size=k)))
     return Case(sql, tuple(t for t in data if t.name in base.tables), k, draw(st.sampled_from(["deadline", "total"])),
                 arrival_weights=weights, bounds=True)
-
-
-def _empty_groups(case: Case) -> int:
-    return sum(len(EMPTY.findall(f.sql())) for plan in plan_case(case).values() for f in plan.fragments)
 
 
 @settings(max_examples=6, **SETTINGS)  # type: ignore[arg-type]
@@ -151,4 +148,3 @@ def test_a_join_with_an_empty_delta_reads_nothing_of_the_other_side(fast_spark: 
     without = plan_case(Case(case.sql, case.tables, 4, objective, estimated_rows=case.estimated_rows, methods=("ivm",)))
     assert without["ivm"].cost.weighted > ivm.cost.weighted
     check_case(fast_spark, case)
-    assert _empty_groups(case) > 0

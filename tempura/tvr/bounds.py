@@ -81,11 +81,6 @@ class Interval:
         high, high_open = _end(self.high, self.high_open, other.high, other.high_open, larger=True, narrow=False)
         return Interval(low, high, low_open, high_open)
 
-    def __str__(self) -> str:
-        low = "(-inf" if self.low is None else ("(" if self.low_open else "[") + f"{self.low:g}"
-        high = "+inf)" if self.high is None else f"{self.high:g}" + (")" if self.high_open else "]")
-        return f"{low}, {high}"
-
 
 def _end(a: float | None, a_open: bool, b: float | None, b_open: bool, larger: bool, narrow: bool) -> tuple[float | None, bool]:
     """One end of a meet (``narrow``: an unbounded end yields to a bound one) or of a hull (an
@@ -177,20 +172,18 @@ class ArrivalBounds:
         low = None if start is None else encode_time(start, kind)
         return column.field.name, Interval(low, high, low_open=True)
 
-    def predicate(self, read: SourceRead) -> exp.Expr | None:
-        """The fact of ``read`` as a SQL condition over its columns (for the estimator)."""
-        bound = self.sources.get(read.scan.table.lower())
+    def predicate(self, read: SourceRead) -> tuple[str, exp.Expr] | None:
+        """The fact of ``read`` as its column and a SQL condition over it (for the estimator)."""
         found = self.fact(read)
-        if found is None or bound is None:
+        if found is None:
             return None
         name, interval = found
         column = exp.column(name)
         kind = kind_of(read.scan.schema.field(name).type)
-        high = _literal(interval.high, kind)
-        condition: exp.Expr = exp.LTE(this=column, expression=high)
+        condition: exp.Expr = exp.LTE(this=column, expression=_literal(interval.high, kind))
         if interval.low is not None:
             condition = exp.and_(exp.GT(this=column.copy(), expression=_literal(interval.low, kind)), condition)
-        return condition
+        return name, condition
 
 
 def _literal(value: float | None, kind: Kind) -> exp.Expr:

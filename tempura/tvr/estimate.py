@@ -32,7 +32,7 @@ class TvrEstimator:
     def __init__(self, estimator: Estimator, fraction: Fraction, bounds: ArrivalBounds | None = None) -> None:
         self.estimator = estimator
         self.fraction = fraction
-        self.bounds = bounds or ArrivalBounds({})
+        self.bounds = bounds if bounds is not None else ArrivalBounds({})
         self._reads: dict[SourceRead, RelStats] = {}
 
     def derive(self, plan: LogicalPlan, inputs: list[RelStats]) -> RelStats:
@@ -54,11 +54,12 @@ class TvrEstimator:
         base = self.estimator.derive(plan.scan, [])
         rows = base.rows * self.fraction(plan.scan.table, plan.start, plan.end)
         columns = {name: scale_column(stats, base.rows, rows) for name, stats in base.columns.items()}
-        fact, condition = self.bounds.fact(plan), self.bounds.predicate(plan)
-        if fact is not None and condition is not None:  # the arrival column holds only what the read can
-            narrowed = self.estimator.derive(Filter(plan.scan, condition), [base]).columns.get(fact[0])
+        fact = self.bounds.predicate(plan)
+        if fact is not None:  # the arrival column holds only what the read can
+            name, condition = fact
+            narrowed = self.estimator.derive(Filter(plan.scan, condition), [base]).columns.get(name)
             if narrowed is not None:
-                columns[fact[0]] = narrowed
+                columns[name] = narrowed
         size = base.row_size
         if plan.delta:
             columns[MULT] = blank_column(MULT_FIELD)
