@@ -260,7 +260,8 @@ class IncrementalPlanner(Planner):
         signatures = template_signatures(memo, template[0])
         templated = time.perf_counter()
         expansion = Expansion(memo, time_points.k, rules_for(method, tvr_off), lambda scan: self.arrival.insert_only(scan.table), root,
-                              forced=None if method in ("auto", "batch") else method, copy=copy)
+                              forced=None if method in ("auto", "batch") else method, copy=copy,
+                              co_arriving=self._prover.co_arriving if self._prover is not None else None)
         roots: dict[int, int] = {}
         floor = resume.floor if resume is not None else 1
         for v in time_points.deliver:

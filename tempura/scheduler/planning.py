@@ -60,12 +60,13 @@ class Prepared:
 
 
 def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
-                   empty: Mapping[str, Iterable[int]] | None = None) -> ArrivalBounds:
+                   empty: Mapping[str, Iterable[int]] | None = None, broken: Iterable[str] = ()) -> ArrivalBounds:
     """What the landing guarantees of each source's reads in ``cycle`` (the first by default):
     an insert-only source arriving by a column has its rows' arrival values within the read's
     time range (:mod:`tempura.tvr.bounds`); a range query's window and ``late: next`` keep
     only the upper end of a delta's range. ``empty``: the intervals of each source that have
-    landed no rows."""
+    landed no rows. Declared keys and ``arrival.with`` give key domains, except those
+    ``broken``: found violated by a landing of this cycle."""
     cycle = cycle or spec.cycle(0)
     assert cycle is not None
     window = spec.window is not None
@@ -75,7 +76,9 @@ def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
             continue
         out[name] = SourceBound(source.arrival.column, tuple(cycle.time_points.values),
                                 None if window else cycle.origin, on_time=spec.model.late == "reject" and not window)
-    return ArrivalBounds(out, empty)
+    dropped = set(broken)
+    keys = {name: {c: d for c, d in columns.items() if d not in dropped} for name, columns in spec.key_domains().items()}
+    return ArrivalBounds(out, empty, keys)
 
 
 def hidden_columns(spec: StandingQuery, table: str) -> set[str]:

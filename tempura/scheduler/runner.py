@@ -7,7 +7,9 @@ committed it:
 2. plans the rest of the cycle from ``t_i`` on (:class:`~tempura.incremental.Resume`), reading
    the states committed time points saved, with the arrival model and statistics updated from
    what those time points measured (:mod:`tempura.scheduler.reoptimize`);
-3. lands every source's interval (:mod:`tempura.runtime.ingest`: late rows, schema drift);
+3. lands every source's interval (:mod:`tempura.runtime.ingest`: late rows, schema drift),
+   checks the declared keys on it under ``integrity: enforced`` (:mod:`tempura.runtime.keys`),
+   and plans the time point again when a landing proved a read empty or broke a key;
 4. runs the plan's fragments at ``t_i`` (:class:`~tempura.runtime.durable.DurableExecutor`);
 5. commits: the manifest (states alive, rows landed, files seen, metrics) is written last;
 6. drops the states no later fragment reads, records the run in the history, and — the
@@ -28,14 +30,15 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from tempura.errors import TempuraError
 from tempura.incremental import CommittedState, Resume
 from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun, write_frame
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import OP, TP, Feed, Landed, check_schema, interval_rows, landed_schema, read_source
-from tempura.runtime.metrics import Meter
+from tempura.runtime.keys import KeyRule, violations
+from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
 from tempura.scheduler.planning import (Prepared, analyze_sources, arrival_bounds, job_folder, plan_spec, prepare,
@@ -48,7 +51,7 @@ from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.plan import MultiTimePlan
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 
@@ -217,14 +220,16 @@ class Runner:
                 self.progress(f"{label} t{index}: {what}", done, steps)
 
         landed = self._land(cycle, index, previous, tick)
-        plan = self._after_landing(cycle, index, plan, saved, previous, landed)
+        broken, checks = self._check_keys(cycle, index, previous)
+        plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken)
         self.store.save_plan(label, index, plan.to_json())
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.time_points.k, self.output)
         run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
             i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
-        manifest = self._manifest(cycle, index, plan, run, landed, {k: v for k, v in saved.items() if k in alive}, previous)
+        manifest = self._manifest(cycle, index, plan, run, landed, {k: v for k, v in saved.items() if k in alive}, previous,
+                                  broken, checks)
         self.store.write_manifest(label, index, manifest)
         self.store.drop_states(label, {saved[i].folder for i in alive if i in saved})
         self._drop_old_checkpoints(label, index)
@@ -237,14 +242,15 @@ class Runner:
         return result
 
     def _manifest(self, cycle: Cycle, index: int, plan: MultiTimePlan, run: TimePointRun, landed: dict[str, Landed],
-                  states: dict[str, SavedState], previous: dict[str, Any] | None) -> dict[str, Any]:
+                  states: dict[str, SavedState], previous: dict[str, Any] | None, broken: dict[str, str],
+                  checks: WorkMetrics) -> dict[str, Any]:
         seen = {name: list((previous or {}).get("seen_files", {}).get(name, [])) for name in self.feeds}
         for name, land in landed.items():
             seen[name].extend(f[0] for f in land.new_files)
         measured = {name: list((previous or {}).get("measured", {}).get(name, [])) for name in self.feeds}
         for name, land in landed.items():
             measured[name].append([land.rows, land.deletions])
-        work = run.work()
+        work = run.work() + checks
         return {
             "spec": self.spec.name,
             "cycle": cycle.label,
@@ -255,6 +261,7 @@ class Runner:
             "landed": {name: land.to_json() for name, land in landed.items()},
             "measured": measured,
             "seen_files": seen,
+            "broken_keys": broken,
             "schemas": {name: schema.json() for name, schema in self._schemas.items()},
             "delivered": run.delivered,
             "streams": run.streams,
@@ -266,6 +273,7 @@ class Runner:
                 "estimated_seconds": plan.cost.times[index - 1] / 1e9,
                 "wall_seconds": work.wall_seconds,
                 "cpu_seconds": work.cpu_seconds,
+                "key_check_cpu_seconds": checks.cpu_seconds,
                 "rows_landed": sum(land.rows for land in landed.values()),
                 "late_rows": sum(land.late for land in landed.values()),
                 "rejected_rows": sum(land.rejected for land in landed.values()),
@@ -312,30 +320,33 @@ class Runner:
         return made
 
     def _after_landing(self, cycle: Cycle, index: int, plan: MultiTimePlan, saved: dict[str, SavedState],
-                       previous: dict[str, Any] | None, landed: dict[str, Landed]) -> MultiTimePlan:
+                       previous: dict[str, Any] | None, landed: dict[str, Landed], broken: dict[str, str]) -> MultiTimePlan:
         """The plan to run at ``index`` now that its intervals have landed: the same, unless a
         source landed no rows where the plan reads it at ``index`` — then an empty read is a
         fact, and the time point is planned again with the landed counts (a join probing a
-        whole snapshot with an empty delta need not run)."""
+        whole snapshot with an empty delta need not run) — or the landing broke a declared key
+        the plan was made with (then it is planned again without it)."""
         empty = {name for name, land in landed.items() if land.rows == 0}
-        if not empty:
-            return plan
         bounds = ArrivalBounds({}, {name: {index} for name in empty})
         hit = sorted({r.scan.table for f in plan.at(index) for r in f.sources if r.end == index and bounds.read_empty(r)})
-        if not hit:
+        newly = sorted(set(broken) - set((previous or {}).get("broken_keys", {})))
+        if not hit and not newly:
             return plan
-        replanned, _ = self._planned(cycle, index, saved, previous, landed)
-        why = f"planned again after landing: {', '.join(hit)} landed no rows at t{index}"
+        replanned, _ = self._planned(cycle, index, saved, previous, landed, broken)
+        reasons = [f"{', '.join(hit)} landed no rows at t{index}"] if hit else []
+        reasons += [f"key {d} broken: {broken[d]}" for d in newly]
+        why = f"planned again after landing: {'; '.join(reasons)}"
         replanned.notes.append(why)
         self._plans[(cycle.label, index)] = replanned
         self.history.record_plan(plan_id(replanned), cycle.label, index, replanned.method, replanned.cost.times,
                                  replanned.cost.weighted, why, dt.datetime.now().isoformat(timespec="seconds"))
         return replanned
 
-    def _planned(self, cycle: Cycle, floor: int, saved: dict[str, SavedState],
-                 previous: dict[str, Any] | None, landed: dict[str, Landed] | None = None) -> tuple[MultiTimePlan, list[str]]:
+    def _planned(self, cycle: Cycle, floor: int, saved: dict[str, SavedState], previous: dict[str, Any] | None,
+                 landed: dict[str, Landed] | None = None, broken: dict[str, str] | None = None) -> tuple[MultiTimePlan, list[str]]:
         """The plan from ``floor`` on, with the counts measured so far (and ``landed``: the
-        counts of ``floor``'s own intervals, when they have landed)."""
+        counts of ``floor``'s own intervals, when they have landed), without the key domains
+        a landing of the cycle broke (``broken``: by ``floor``'s, else those committed)."""
         base = self.prepared()
         counts = {name: [tuple(pair) for pair in rows] for name, rows in (previous or {}).get("measured", {}).items()}
         for name, land in (landed or {}).items():
@@ -351,7 +362,8 @@ class Runner:
             if feed.window is not None and name not in measured:  # the window's leaving rows are deletions
                 arrival = arrival.with_source(name, SourceArrival(arrival.source(name).fractions, None))
         prepared = Prepared(base.spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
-                            list(base.notes), arrival_bounds(self.spec, cycle, empty))
+                            list(base.notes), arrival_bounds(self.spec, cycle, empty,
+                                                             broken if broken is not None else (previous or {}).get("broken_keys", {})))
         resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved.values() if s.key))
         output = self.spec.model.output.mode if self.spec.model.output is not None else "snapshot"
         errors: dict[str, TempuraError] = {}
@@ -380,6 +392,34 @@ class Runner:
         result.replanned, result.plan_changed, result.reason = True, changed, why
 
     # -- landing -------------------------------------------------------------------------------
+
+    def key_rules(self) -> list[KeyRule]:
+        """The keys the spec declares, with the columns that land with them."""
+        sources = self.spec.sources
+        out = []
+        for name, source in sources.items():
+            if source.key is None:
+                continue
+            referencing = tuple((other, column.lower()) for other, spec in sources.items()
+                                for target, column in spec.arrival.with_.items() if target.lower() == name)
+            out.append(KeyRule(f"{name}.{source.key.lower()}", name, source.key.lower(), referencing))
+        return out
+
+    def _check_keys(self, cycle: Cycle, index: int, previous: dict[str, Any] | None) -> tuple[dict[str, str], WorkMetrics]:
+        """The key domains broken so far in the cycle: those committed, and under ``integrity:
+        enforced`` those interval ``index``'s landing breaks; and what checking it cost."""
+        broken: dict[str, str] = dict((previous or {}).get("broken_keys", {}))
+        rules = [r for r in self.key_rules() if r.domain not in broken]
+        if self.spec.model.integrity != "enforced" or not rules:
+            return broken, WorkMetrics()
+
+        def read(source: str, intervals: Sequence[int]) -> DataFrame:
+            folders = [uri(self.store.landing_interval(cycle.label, source, i)) for i in intervals]
+            return self.spark.read.schema(self._schemas[source]).parquet(*folders)
+
+        with self.meter.measure("check keys") as cost:
+            broken.update(violations(rules, read, index))
+        return broken, cost
 
     def _check_drift(self, previous: dict[str, Any] | None) -> None:
         """Stop the time point before it plans (planning reads the sources) if a file first found

@@ -13,6 +13,9 @@ A spec names the query, its sources, the schedule and the objective::
         options: {}                   # optional, passed to Spark's reader
         schema: {o_id: string}        # optional
         arrival: {column: arrived_at} # the column holding each row's arrival time
+                                      # (with: {orders: o_id}: each row lands with the row of
+                                      # orders whose key it holds in o_id)
+        key: s_id                     # optional: each value of s_id lands once in a cycle
         changes: {op_column: _op}     # optional change data; delete_values default to ["D"]
         expected: [0.5, 0.5]          # optional: share of the rows per interval (sum <= 1),
                                       # or {rows: [1000, 1200]}
@@ -26,6 +29,8 @@ A spec names the query, its sources, the schedule and the objective::
                                       # incremental plan must save for auto to take it
     state_budget: 10GB                # optional: the most bytes of kept states alive at once
                                       # (B, kB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: of 1024)
+    integrity: enforced               # enforced: keys and arrival 'with' are checked as rows land;
+                                      # trusted: taken as declared, unchecked
 
 pydantic checks each key's shape (unknown keys are errors); the rules that tie keys together
 (one query, increasing time points, one weight per time point, …) are checked after it. Every
@@ -166,10 +171,13 @@ class _Strict(BaseModel):
 
 class ArrivalColumn(_Strict):
     """``arrival``: the column holding each row's arrival time (``column``), or ``by: file``: a
-    file's rows arrive at the first time point at which tempura finds the file."""
+    file's rows arrive at the first time point at which tempura finds the file. ``with`` maps
+    sources declaring a ``key`` to a column of this one: each row lands in the interval in which
+    the row whose key it holds lands (a line item with its order)."""
 
     column: Text | None = None
     by: Literal["file"] | None = None
+    with_: dict[str, Text] = Field(default={}, alias="with")
 
 
 class ChangeColumns(_Strict):
@@ -239,6 +247,7 @@ class SourceSpec(_Strict):
     arrival: ArrivalColumn
     changes: ChangeColumns | None = None
     expected: Annotated[ExpectedArrival | None, BeforeValidator(_expected_arrival)] = None
+    key: Text | None = None  # a column whose every value lands once in a cycle
 
 
 def _deliver(raw: object) -> object:
@@ -342,6 +351,7 @@ class SpecFile(_Strict):
     objective: ObjectiveSpec = ObjectiveSpec(preset="deadline")
     state_budget: Size | None = None
     late: Literal["reject", "next"] = "reject"
+    integrity: Literal["enforced", "trusted"] = "enforced"
     output: OutputSpec | None = None
     spark: SparkSpec = SparkSpec()
     hooks: HooksSpec = HooksSpec()
@@ -445,6 +455,35 @@ def _check_sources(document: YamlDocument, model: SpecFile) -> None:
             _fail(document, ("sources", name), f"source '{seen[name.lower()]}' is already declared")
         seen[name.lower()] = name
         _check_columns_declared(document, name, source)
+    _check_keys(document, model)
+
+
+def _check_keys(document: YamlDocument, model: SpecFile) -> None:
+    """``key`` and ``arrival.with``: a key of a source that only inserts, referenced by another
+    such source; a range query's window lands old rows again as deletions, so it has none."""
+    sources = {name.lower(): (name, source) for name, source in model.sources.items()}
+    for name, source in model.sources.items():
+        if source.key is not None and source.changes is not None:
+            _fail(document, ("sources", name, "key"), "a change-data source can delete a key and land it again: keys are for sources that only insert")
+        if source.key is not None and model.schedule.range is not None:
+            _fail(document, ("sources", name, "key"), "a range query's window drops old rows as it slides: keys are for queries without 'range'")
+        for target, column in source.arrival.with_.items():
+            at = ("sources", name, "arrival", "with", target)
+            found = sources.get(target.lower())
+            if found is None:
+                _fail(document, at, f"no source '{target}' (sources: {', '.join(model.sources)})")
+            if found[1] is source:
+                _fail(document, at, "a source cannot land with itself")
+            if found[1].key is None:
+                _fail(document, at, f"source '{found[0]}' declares no 'key' for {column} to reference")
+            if source.changes is not None:
+                _fail(document, at, "change data can delete a row and land it again: 'with' is for sources that only insert")
+        if source.schema_ is not None:
+            declared = {c.lower() for c in source.schema_}
+            for key, column in ([(("key",), source.key)] if source.key else []) + [
+                    (("arrival", "with", t), c) for t, c in source.arrival.with_.items()]:
+                if column.lower() not in declared:
+                    _fail(document, ("sources", name) + key, f"column '{column}' is not in the source's schema")
 
 
 def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpec) -> None:
@@ -759,6 +798,20 @@ class StandingQuery:
             schema = {c.lower(): t.lower() for c, t in source.schema_.items()} if source.schema_ else None
             tables[name] = TableSource(name, self.location(name), source.format, dict(source.options), schema)
         return Catalog(tables, origin=str(self.path))
+
+    def key_domains(self) -> dict[str, dict[str, str]]:
+        """Per source, the columns that hold keys landing once (its ``key``, and the columns
+        ``arrival.with`` names) and the key's domain, ``"source.column"``."""
+        sources = self.sources
+        out: dict[str, dict[str, str]] = {}
+        for name, source in sources.items():
+            if source.key is not None:
+                out.setdefault(name, {})[source.key.lower()] = f"{name}.{source.key.lower()}"
+            for target, column in source.arrival.with_.items():
+                key = sources[target.lower()].key
+                assert key is not None
+                out.setdefault(name, {})[column.lower()] = f"{target.lower()}.{key.lower()}"
+        return out
 
     def expected_arrival(self) -> ArrivalModel:
         """The arrival model the spec states, for the sources that declare ``expected``; the

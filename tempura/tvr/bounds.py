@@ -18,6 +18,15 @@ selects nothing, so the join of that delta with a whole snapshot of line items i
 search implements a proven-empty group as an empty relation at no cost, which is exact whatever
 the statistics say. Facts are about non-null values (a NULL fails every comparison), so they
 hold on the padded side of an outer join too.
+
+*Keys that arrive together.* A source may declare a key (``key: o_orderkey``: each value lands
+once in a cycle) and another source may declare that its rows land with the row they reference
+(``arrival: {with: {orders: l_orderkey}}``: a line item lands in the interval its order lands
+in). Then a read over the intervals ``(u, v]`` holds, in the key column and in the referencing
+column, only keys that landed in ``(u, v]``: a *key span* of the key's domain. Spans are carried
+up like ranges, and a join equating two columns of one domain meets their spans; when they do
+not overlap the join is empty. So the term ``ΔL ⋈ O_{v-1}`` of a join's delta is proven empty,
+and of ``Δ(O ⋈ L)`` only ``ΔO ⋈ ΔL`` is left to compute (``tvr-delta-join-keyed``).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from tempura.algebra import (
     LogicalPlan,
     Project,
     Repeat,
+    Scan,
     Sort,
     Union,
     Values,
@@ -99,6 +109,44 @@ def _end(a: float | None, a_open: bool, b: float | None, b_open: bool, larger: b
 Facts = dict[str, Interval]
 """Proven ranges of a relation's columns, by column name."""
 
+Keys = dict[tuple[str, str], Interval]
+"""Proven key spans: ``(column, domain) -> the intervals (as indices, ``(u, v]``) in which every
+non-null value of the column landed as a key of the domain (``"orders.o_orderkey"``)."""
+
+_ANY_SPAN = Interval()
+
+
+def _meet_keys(a: Mapping[tuple[str, str], Interval], b: Mapping[tuple[str, str], Interval]) -> Keys:
+    out = dict(a)
+    for key, span in b.items():
+        out[key] = out[key].meet(span) if key in out else span
+    return out
+
+
+def _equated(condition: exp.Expr | None) -> list[tuple[str, str]]:
+    """The pairs of columns ``condition``'s conjuncts equate (``a = b``)."""
+    if condition is None:
+        return []
+    pairs = []
+    for part in conjuncts(condition):
+        node = part.unnest()
+        if isinstance(node, exp.EQ):
+            left, right = column_name(node.this), column_name(node.expression)
+            if left is not None and right is not None:
+                pairs.append((left, right))
+    return pairs
+
+
+def _equate(keys: Keys, pairs: Iterable[tuple[str, str]]) -> Keys:
+    """``keys`` once each equated pair of columns shares its spans: a value in both columns
+    landed where both say, for each domain both columns have."""
+    out = dict(keys)
+    for a, b in pairs:
+        for domain in {d for c, d in out if c == a} & {d for c, d in out if c == b}:
+            span = out[(a, domain)].meet(out[(b, domain)])
+            out[(a, domain)] = out[(b, domain)] = span
+    return out
+
 
 def _meet_facts(a: Mapping[str, Interval], b: Mapping[str, Interval]) -> Facts:
     out = dict(a)
@@ -135,16 +183,31 @@ class SourceBound:
 
 
 class ArrivalBounds:
-    """The arrival facts of every source read (see the module docstring), and the intervals
-    known to have landed no rows (``empty``: source -> interval indices), whose reads are empty
-    whatever the source's arrival."""
+    """The arrival facts of every source read (see the module docstring), the intervals known to
+    have landed no rows (``empty``: source -> interval indices), whose reads are empty whatever
+    the source's arrival, and the key domains of the sources' columns (``keys``: source ->
+    column -> domain), for the sources whose keys land once and with the rows referencing them."""
 
-    def __init__(self, sources: Mapping[str, SourceBound], empty: Mapping[str, Iterable[int]] | None = None) -> None:
+    def __init__(self, sources: Mapping[str, SourceBound], empty: Mapping[str, Iterable[int]] | None = None,
+                 keys: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.sources = {name.lower(): bound for name, bound in sources.items()}
         self.empty = {name.lower(): frozenset(found) for name, found in (empty or {}).items() if found}
+        self.keys = {name.lower(): {c.lower(): d for c, d in columns.items()} for name, columns in (keys or {}).items()
+                     if columns}
 
     def __bool__(self) -> bool:
-        return bool(self.sources) or bool(self.empty)
+        return bool(self.sources) or bool(self.empty) or bool(self.keys)
+
+    def read_keys(self, read: SourceRead | Scan) -> Keys:
+        """The key spans of a read's columns: the intervals it covers (``(start, end]``; a
+        snapshot's from 0); a template scan's are unbounded (every interval)."""
+        columns = self.keys.get(read.table.lower() if isinstance(read, Scan) else read.scan.table.lower())
+        if not columns:
+            return {}
+        scan = read if isinstance(read, Scan) else read.scan
+        span = _ANY_SPAN if isinstance(read, Scan) else Interval(float(read.start if read.delta else 0),
+                                                                   float(read.end), low_open=True)
+        return {(c.field.name, columns[c.source.lower()]): span for c in scan.columns if c.source.lower() in columns}
 
     def read_empty(self, read: SourceRead) -> bool:
         """Whether every interval ``read`` covers landed no rows."""
@@ -304,8 +367,10 @@ class Prover:
         self.memo = memo
         self.bounds = bounds
         self._facts: dict[int, Facts] = {}
+        self._keys: dict[int, Keys] = {}
         self._empty: dict[int, bool] = {}
         self._active: set[int] = set()
+        self._active_keys: set[int] = set()
         self._active_empty: set[int] = set()
 
     # -- facts ------------------------------------------------------------------------------
@@ -337,13 +402,7 @@ class Prover:
         if isinstance(expr, Repeat):
             return {n: i for n, i in self._input(expr.input).items() if n != expr.count}
         if isinstance(expr, Project):
-            below = self._input(expr.input)
-            out: Facts = {}
-            for p in expr.projections:
-                source = column_name(p.expression)
-                if source is not None and source in below:
-                    out[p.field.name] = below[source]
-            return out
+            return _projected(self._input(expr.input), expr, lambda name, source: [(name, source)])
         if isinstance(expr, Aggregate):
             below = self._input(expr.input)
             return {k: below[k] for k in expr.keys if k in below}
@@ -359,6 +418,9 @@ class Prover:
                 facts = _meet_facts(facts, {n: i for n, i in predicate_facts(expr.condition, kinds).items() if n in names})
             return facts
         if isinstance(expr, Union):
+            if self._input_empty(expr.left) or self._input_empty(expr.right):
+                side, renamed = self._union_side(expr)
+                return {renamed[n]: i for n, i in self._input(side).items() if n in renamed}
             left, right = self._input(expr.left), self._input(expr.right)
             out = {}
             for field, a, b in zip(expr.fields, expr.left.schema.fields, expr.right.schema.fields):
@@ -367,14 +429,89 @@ class Prover:
             return out
         return {}
 
+    def _union_side(self, expr: Union) -> tuple[LogicalPlan, dict[str, str]]:
+        """A union with a proven-empty side has the other side's facts: that side, and its
+        columns' names in the union."""
+        side = expr.right if self._input_empty(expr.left) else expr.left
+        return side, {a.name: f.name for f, a in zip(expr.fields, side.schema.fields)}
+
+    # -- key spans --------------------------------------------------------------------------
+
+    def keys(self, group: int) -> Keys:
+        """The key spans of the group's columns (see the module docstring)."""
+        if not self.bounds.keys:
+            return {}
+
+        def derive(found: int) -> Keys:
+            keys: Keys = {}
+            for expr in list(self.memo.group(found).exprs):
+                keys = _meet_keys(keys, self.expr_keys(expr))
+            return keys
+
+        return _memoised(self._keys, self._active_keys, self.memo.find(group), {}, derive)
+
+    def _input_keys(self, ref: LogicalPlan) -> Keys:
+        return self.keys(ref.group) if isinstance(ref, GroupRef) else {}
+
+    def expr_keys(self, expr: LogicalPlan) -> Keys:
+        """The key spans one memo expression proves about its group."""
+        if not self.bounds.keys:
+            return {}
+        if isinstance(expr, (SourceRead, Scan)):
+            return self.bounds.read_keys(expr)
+        if isinstance(expr, Filter):
+            return _equate(self._input_keys(expr.input), _equated(expr.condition))
+        if isinstance(expr, (Sort, Limit, Distinct)):
+            return self._input_keys(expr.input)
+        if isinstance(expr, Repeat):
+            return {k: s for k, s in self._input_keys(expr.input).items() if k[0] != expr.count}
+        if isinstance(expr, Project):
+            below = self._input_keys(expr.input)
+            return _projected(below, expr, lambda name, source: [((name, d), (c, d)) for c, d in below if c == source])
+        if isinstance(expr, Aggregate):
+            return {k: s for k, s in self._input_keys(expr.input).items() if k[0] in expr.keys}
+        if isinstance(expr, Join):
+            keys = self._input_keys(expr.left)
+            if expr.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.SEMI):
+                keys = _equate(_meet_keys(keys, self._input_keys(expr.right)), _equated(expr.condition))
+            elif expr.kind.keeps_right_columns:
+                keys = _meet_keys(keys, self._input_keys(expr.right))
+            names = set(expr.schema.names)
+            return {k: s for k, s in keys.items() if k[0] in names}
+        if isinstance(expr, Union):
+            if self._input_empty(expr.left) or self._input_empty(expr.right):
+                side, renamed = self._union_side(expr)
+                return {(renamed[c], d): s for (c, d), s in self._input_keys(side).items() if c in renamed}
+            left, right = self._input_keys(expr.left), self._input_keys(expr.right)
+            out: Keys = {}
+            for field, a, b in zip(expr.fields, expr.left.schema.fields, expr.right.schema.fields):
+                for column, domain in left:
+                    if column == a.name and (b.name, domain) in right:
+                        out[(field.name, domain)] = left[(column, domain)].join(right[(b.name, domain)])
+            return out
+        return {}
+
+    def co_arriving(self, join: Join) -> bool:
+        """Whether ``join`` (of template groups) equates a column of one side with a column of
+        the other that share a key domain: its delta's cross terms between old and new rows
+        may be proven empty once read over time."""
+        if not self.bounds.keys or join.kind not in (JoinKind.INNER, JoinKind.CROSS):
+            return False
+        left, right = self._input_keys(join.left), self._input_keys(join.right)
+        for a, b in _equated(join.condition):
+            for x, y in ((a, b), (b, a)):
+                if {d for c, d in left if c == x} & {d for c, d in right if c == y}:
+                    return True
+        return False
+
     # -- emptiness --------------------------------------------------------------------------
 
     def empty(self, group: int) -> bool:
         """Whether the group is proven to hold no rows (at any time point it is computed)."""
 
         def derive(found: int) -> bool:
-            return any(i.empty for i in self.facts(found).values()) or any(
-                self.expr_empty(e) for e in list(self.memo.group(found).exprs))
+            return (any(i.empty for i in self.facts(found).values()) or any(s.empty for s in self.keys(found).values())
+                    or any(self.expr_empty(e) for e in list(self.memo.group(found).exprs)))
 
         return _memoised(self._empty, self._active_empty, self.memo.find(group), False, derive)
 
@@ -390,7 +527,7 @@ class Prover:
         if isinstance(expr, Filter):
             if self._input_empty(expr.input):
                 return True
-            return any(i.empty for i in self.expr_facts(expr).values())
+            return any(i.empty for i in self.expr_facts(expr).values()) or any(s.empty for s in self.expr_keys(expr).values())
         if isinstance(expr, (Project, Sort, Limit, Distinct, Repeat)):
             return self._input_empty(expr.input)
         if isinstance(expr, Aggregate):
@@ -398,7 +535,7 @@ class Prover:
         if isinstance(expr, Join):
             left, right = self._input_empty(expr.left), self._input_empty(expr.right)
             if expr.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.SEMI):
-                return left or right
+                return left or right or self._disjoint(expr)
             if expr.kind in (JoinKind.LEFT, JoinKind.ANTI):
                 return left
             if expr.kind is JoinKind.RIGHT:
@@ -412,15 +549,42 @@ class Prover:
             return self._input_empty(expr.left)
         return False
 
+    def _disjoint(self, join: Join) -> bool:
+        """Whether the join equates two columns whose values landed in disjoint intervals."""
+        if not self.bounds.keys or join.condition is None:
+            return False
+        keys = _equate(_meet_keys(self._input_keys(join.left), self._input_keys(join.right)), _equated(join.condition))
+        return any(s.empty for s in keys.values())
+
     def why(self, group: int) -> str:
         """A short reason a proven-empty group is empty, for plan listings."""
         contradicted = [n for n, i in self.facts(group).items() if i.empty]
         if contradicted:
             return f"no value of {', '.join(sorted(contradicted))} can pass"
+        apart = sorted({c for (c, _), s in self.keys(group).items() if s.empty})
+        if apart or any(isinstance(e, Join) and self._disjoint(e) for e in self.memo.group(group).exprs):
+            return f"the keys joined landed in different intervals{(' (' + ', '.join(apart) + ')') if apart else ''}"
         read = next((e for e in self.memo.group(group).exprs if isinstance(e, SourceRead) and self.bounds.read_empty(e)), None)
         if read is not None:
             return f"{read.scan.table} landed no rows in {read.form}"
         return "an input is empty"
 
 
-__all__ = ["ArrivalBounds", "Interval", "Prover", "SourceBound", "encode_time", "predicate_facts"]
+P = TypeVar("P")
+
+
+def _projected(below: Mapping[P, Interval], expr: Project, pairs: Callable[[str, str], list[tuple[P, P]]]) -> dict[P, Interval]:
+    """The facts of a projection: those of each column it passes on as is, under its new name
+    (``pairs(new name, source column)``: the keys to copy, as ``(new key, old key)``)."""
+    out: dict[P, Interval] = {}
+    for p in expr.projections:
+        source = column_name(p.expression)
+        if source is None:
+            continue
+        for new, old in pairs(p.field.name, source):
+            if old in below:
+                out[new] = below[old]
+    return out
+
+
+__all__ = ["ArrivalBounds", "Interval", "Keys", "Prover", "SourceBound", "encode_time", "predicate_facts"]

@@ -3,7 +3,7 @@
 | family | rules |
 |---|---|
 | generating, snapshots | ``tvr-snapshot-scan``, ``tvr-snapshot`` (recompute: always on) |
-| generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-union`` |
+| generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-join-keyed``, ``tvr-delta-union`` |
 | semi- and anti-joins | ``tvr-delta-semi-anti-join`` |
 | outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-count-distinct-split`` |
@@ -24,6 +24,7 @@ from tempura.rules.tvr.expansion import Expansion, ExpansionReport, available
 from tempura.rules.tvr.generating import (
     DeltaFilter,
     DeltaJoin,
+    DeltaJoinKeyed,
     DeltaOuterJoin,
     DeltaOuterJoinProbe,
     DeltaProject,
@@ -43,6 +44,7 @@ RULES: tuple[TvrRule, ...] = (
     DeltaFilter(),
     DeltaProject(),
     DeltaJoin(),
+    DeltaJoinKeyed(),
     DeltaUnion(),
     DeltaOuterJoin(),
     DeltaOuterJoinProbe(),
@@ -64,7 +66,8 @@ RULES: tuple[TvrRule, ...] = (
 RULE_NAMES = tuple(r.name for r in RULES)
 
 _BATCH = {"tvr-snapshot-scan", "tvr-snapshot"}
-_DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-join", "tvr-delta-union"}
+_DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-join", "tvr-delta-join-keyed",
+           "tvr-delta-union"}
 _SEMI = {"tvr-delta-semi-anti-join"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",
                "tvr-count-distinct-split"}

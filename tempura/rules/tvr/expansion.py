@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from tempura.algebra import Aggregate, Distinct, LogicalPlan, Scan
+from tempura.algebra import Aggregate, Distinct, Join, LogicalPlan, Scan
 from tempura.memo import GroupRef, Memo, TvrMetaSet
 from tempura.tvr.forms import Delta, Form, FormKind, PartialSnapshot, Snapshot, ValueDelta
 from tempura.tvr.operators import SourceRead, TvrOperator, lower_plan
@@ -66,12 +66,14 @@ class Expansion:
         root: int,
         forced: str | None = None,
         copy: bool = True,
+        co_arriving: Callable[[Join], bool] | None = None,
     ) -> None:
         self.memo = memo
         self.k = k
         self.rules = list(rules)
         self.enabled = {r.name for r in rules}
         self.source_insert_only = insert_only
+        self.co_arriving = co_arriving  # whether a template join equates keys that land together
         self.root = memo.find(root)
         self.report = ExpansionReport()
         self.origin: dict[LogicalPlan, str] = {}  # memo expression -> the rule that made it

@@ -2,7 +2,8 @@
 
 ``S_v`` is ``SS[v]`` of S, ``ΔS`` is ``SD[v-1,v]``. Deltas are Z-sets: the multiplicity column
 ``__m`` passes through filters, projections and unions unchanged, and through a join with a
-snapshot (whose rows count once each) unchanged as well, so no rule multiplies two deltas.
+snapshot (whose rows count once each) unchanged as well. Only the keyed join's last term joins
+two deltas, and multiplies their multiplicities.
 """
 
 from __future__ import annotations
@@ -131,6 +132,41 @@ def _inner_delta_terms(x: Expansion, expr: Join, v: int, fields: tuple[Field, ..
             return None
         terms.insert(0, _ordered(Join(terms[0].kind, delta_left, old_right, expr.condition), fields))  # type: ignore[attr-defined]
     return [_ordered(t, fields) for t in terms]
+
+
+class DeltaJoinKeyed(TvrRule):
+    """``Δ(S ⋈ R) ⇒ ΔS ⋈ R_{v-1} + S_{v-1} ⋈ ΔR + ΔS ⋈ ΔR`` (from ``v = 2``), for inner joins
+    that equate columns of one key domain (:meth:`~tempura.tvr.bounds.Prover.co_arriving`): when
+    keys land once and with the rows that reference them, old rows of one side never meet new
+    rows of the other, so the first two terms are proven empty and only the join of the two
+    deltas is computed, whatever the size of the snapshots. It holds for any Z-sets: the last
+    term's multiplicity is the product of its inputs'."""
+
+    name = "tvr-delta-join-keyed"
+    produces = FormKind.DELTA
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        if (not isinstance(expr, Join) or expr.kind not in (JoinKind.INNER, JoinKind.CROSS) or form.end < 2
+                or x.co_arriving is None or not x.co_arriving(expr)):
+            return []
+        v = form.end
+        left, right = x.child(expr.left), x.child(expr.right)
+        delta_left, old_right = x.sd(left, v), x.ss(right, v - 1)
+        old_left, delta_right = x.ss(left, v - 1), x.sd(right, v)
+        if delta_left is None or old_right is None or old_left is None or delta_right is None:
+            return []
+        fields = delta_fields(expr)
+        kind = JoinKind.INNER if expr.condition is not None else expr.kind
+        renamed = Project(delta_right, tuple(Projection(f, col(f.name)) for f in delta_right.schema.fields if f.name != MULT)
+                          + (Projection(_RIGHT_MULT, col(MULT)),))
+        both = Join(kind, delta_left, renamed, expr.condition)
+        product = Project(both, tuple(Projection(f, col(f.name)) for f in expr.schema.fields)
+                          + (Projection(MULT_FIELD, exp.Mul(this=col(MULT), expression=col(_RIGHT_MULT.name))),))
+        terms = [Join(kind, delta_left, old_right, expr.condition), Join(kind, old_left, delta_right, expr.condition), product]
+        return [_union_all([_ordered(t, fields) for t in terms], fields)]
+
+
+_RIGHT_MULT = Field("__m_right", "bigint", False)
 
 
 def _union_all(terms: list[LogicalPlan], fields: tuple[Field, ...]) -> LogicalPlan:
