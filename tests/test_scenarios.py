@@ -84,6 +84,50 @@ def test_a_source_that_lands_nothing_is_an_empty_read_once_landed(spark: Any, fo
         assert outcome.equal, f"t{r.index}: {outcome.reason}"
 
 
+def test_a_line_item_landing_after_its_order_breaks_the_key_and_the_time_point_is_planned_again(
+        spark: Any, folder: Path, tmp_path: Path) -> None:
+    """TPC-H Q3 under ``integrity: enforced``, with some line items of orders landing at t1 moved
+    to t2: the check of t2's landing finds one, the key's domain is dropped for the rest of the
+    cycle, t2 is planned again without it, and every delivery equals the reference. Under
+    ``trusted`` nothing is checked."""
+    import shutil
+
+    from pyspark.sql import functions as F
+
+    from tempura.runtime import compare_results
+    from tempura.scheduler.runner import Runner
+
+    source = prepared_scenario(spark, "tpch_q03", folder, SCALE).parent
+    job = tmp_path / "q03"
+    shutil.copytree(source, job, ignore=shutil.ignore_patterns("lineitem"))
+    spec_path = job / "spec.yaml"
+    spec_path.write_text(spec_path.read_text().replace("deliver: last", "deliver: every")
+                         .replace("integrity: trusted", "integrity: enforced"))
+    spec = load_spec(spec_path)
+    t1 = spec.time_points().values[0]
+    items = spark.read.parquet(str(source / "data" / "lineitem"))
+    moved = (F.col("l_orderdate") <= F.lit(t1)) & (F.col("l_orderkey") % 7 == 0)
+    items.withColumn("l_orderdate", F.when(moved, F.date_add("l_orderdate", 400)).otherwise(F.col("l_orderdate"))) \
+        .write.parquet(str(job / "data" / "lineitem"))
+    results = Runner(spec, spark, tmp_path / "work", "ivm", simulate=True).run_cycle()
+    checked = [r.manifest["run"]["key_check_cpu_seconds"] > 0 for r in results]
+    assert checked == [True, True, False, False]  # once broken, the key is not checked again
+    assert results[0].manifest["broken_keys"] == {}
+    broken = results[1].manifest["broken_keys"]
+    assert list(broken) == ["orders.o_orderkey"] and "without the orders row" in broken["orders.o_orderkey"], broken
+    notes = results[1].plan.notes if results[1].plan is not None else []
+    assert any("key orders.o_orderkey broken" in n for n in notes), notes
+    assert all(r.manifest["broken_keys"] == broken for r in results[2:])
+    for r in results:
+        assert r.delivered is not None
+        expected = [tuple(x) for x in reference(spark, spec, spec.cycle(0), r.index).collect()]  # type: ignore[arg-type]
+        outcome = compare_results(expected, [tuple(x) for x in spark.read.parquet(r.delivered).collect()])
+        assert outcome.equal, f"t{r.index}: {outcome.reason}"
+    spec_path.write_text(spec_path.read_text().replace("integrity: enforced", "integrity: trusted"))
+    trusted = Runner(load_spec(spec_path), spark, tmp_path / "trusted", "ivm", simulate=True).run_cycle(until=2)
+    assert [r.manifest["run"]["key_check_cpu_seconds"] for r in trusted] == [0.0, 0.0]
+
+
 def test_the_reference_applies_deletions_and_windows(spark: Any, tmp_path: Path) -> None:
     day = dt.datetime(2026, 11, 22)
     rows = [  # (id, qty, changed_at, _op)

@@ -376,3 +376,51 @@ def test_paths_inside_the_spec_folder_and_uris_are_accepted(tmp_path: Path) -> N
     spec = load(tmp_path / "job", text)
     assert spec.location("sales") == str((tmp_path / "job" / "sales").resolve())
     assert spec.model.output is not None and spec.model.output.path == "s3a://bucket/out"
+
+
+ITEMS = "  items:\n    path: data/items\n    arrival: {column: arrived_at, with: {sales: item_order}}\n"
+
+
+def test_keys_and_rows_landing_with_them(tmp_path: Path) -> None:
+    text = SPEC.replace(SALES_ARRIVAL, SALES_ARRIVAL + "    key: Order_ID\n").replace("schedule:", ITEMS + "schedule:")
+    spec = load(tmp_path, text + "integrity: trusted\n")
+    assert spec.key_domains() == {"sales": {"order_id": "sales.order_id"}, "items": {"item_order": "sales.order_id"}}
+    assert spec.sources["items"].arrival.with_ == {"sales": "item_order"}
+    assert spec.model.integrity == "trusted"
+    assert load(tmp_path, text).model.integrity == "enforced"  # checked unless said otherwise
+
+
+@pytest.mark.parametrize(
+    ("items", "sales", "key", "message"),
+    [
+        ("{column: arrived_at, with: {refunds: item_order}}", "    key: order_id\n", "sources.items.arrival.with.refunds",
+         "no source 'refunds'"),
+        ("{column: arrived_at, with: {sales: item_order}}", "", "sources.items.arrival.with.sales",
+         "source 'sales' declares no 'key'"),
+        ("{column: arrived_at, with: {items: item_order}}\n    key: id", "    key: order_id\n",
+         "sources.items.arrival.with.items", "cannot land with itself"),
+        ("{column: arrived_at, with: {sales: item_order}}\n    changes: {op_column: op}", "    key: order_id\n",
+         "sources.items.arrival.with.sales", "for sources that only insert"),
+        ("{column: arrived_at}", "    key: order_id\n    changes: {op_column: op}\n", "sources.sales.key",
+         "keys are for sources that only insert"),
+        ("{column: arrived_at, with: {sales: item_order}}\n    schema: {arrived_at: int, x: int}", "    key: order_id\n",
+         "sources.items.arrival.with.sales", "column 'item_order' is not in the source's schema"),
+        ("{column: arrived_at, with: sales}", "    key: order_id\n", "sources.items.arrival.with", "must be a mapping"),
+    ],
+)
+def test_bad_keys(tmp_path: Path, items: str, sales: str, key: str, message: str) -> None:
+    text = SPEC.replace(SALES_ARRIVAL, SALES_ARRIVAL + sales).replace(
+        "schedule:", f"  items:\n    path: data/items\n    arrival: {items}\nschedule:")
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    text = str(error.value)
+    assert text.startswith(f"{path}, line ") and f": {key}: " in text, text
+    assert message in text and "\n" not in text
+
+
+def test_no_keys_under_a_range_window(tmp_path: Path) -> None:
+    text = SPEC.replace(SALES_ARRIVAL, SALES_ARRIVAL + "    key: order_id\n").replace(
+        "  at: [1, 2, 3]\n", "  start: 0\n  points: 3\n  range: {length: 2, slide: 1}\n")
+    with pytest.raises(SpecError, match=r"line 9: sources\.sales\.key: a range query's window"):
+        load(tmp_path, text)

@@ -1,14 +1,17 @@
 """Arrival bounds and proven-empty groups (``tempura.tvr.bounds``).
 
 The ranges themselves are checked as arithmetic; what the planner does with them is checked by
-running its plans on Spark against ``spark.sql`` on each snapshot: queries that filter on an
-insert-only table's arrival column, where later deltas are provably empty, for every method.
+running its plans on Spark against ``spark.sql`` on each snapshot, for every method: queries that
+filter on an insert-only table's arrival column, where later deltas are provably empty, and
+joins on keys that land once with the rows that reference them, where a join of old and new
+rows is provably empty.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -148,3 +151,78 @@ def test_a_join_with_an_empty_delta_reads_nothing_of_the_other_side(fast_spark: 
     without = plan_case(Case(case.sql, case.tables, 4, objective, estimated_rows=case.estimated_rows, methods=("ivm",)))
     assert without["ivm"].cost.weighted > ivm.cost.weighted
     check_case(fast_spark, case)
+
+
+# -- keys that land once, and rows that land with them ---------------------------------------------
+
+KEYED = (("u", "a", "u.a"), ("r", "a", "u.a"), ("w", "a", "u.a"))  # u.a is a key; r.a and w.a land with it
+
+KEYED_QUERIES = (
+    "SELECT r.b AS c0, u.c AS c1 FROM r JOIN u ON r.a = u.a",
+    "SELECT u.s AS g0, COUNT(*) AS m0, SUM(r.b) AS m1 FROM r JOIN u ON r.a = u.a GROUP BY u.s",
+    "SELECT r.a AS g0, COUNT(*) AS m0 FROM r JOIN w ON r.a = w.a WHERE r.b > 0 GROUP BY r.a",
+    "SELECT r.b AS c0, w.d AS c1 FROM r JOIN u ON r.a = u.a JOIN w ON w.a = u.a WHERE u.c IS NOT NULL",
+    "SELECT r.b AS c0, o.b AS c1 FROM r JOIN r AS o ON r.a = o.a",
+    "SELECT u.a AS g0, SUM(w.d) AS m0 FROM u LEFT JOIN w ON u.a = w.a GROUP BY u.a",
+    "SELECT r.s AS g0, MAX(u.c) AS m0 FROM u JOIN r ON u.a = r.a AND u.s = r.s GROUP BY r.s",
+)
+
+
+@st.composite
+def keyed(draw: st.DrawFn) -> Case:
+    """Tables whose rows land as :data:`KEYED` declares: each value of ``u.a`` lands in one
+    interval (in any number of rows of ``u``), and the rows of ``r`` and ``w`` holding it land in
+    that interval too; NULLs land any time."""
+    k = draw(st.integers(2, 4))
+    landing = {v: draw(st.integers(1, k)) for v in (0, 1, 2, 3) if draw(st.booleans())}
+    values = sorted(landing)
+
+    def rows(name: str, width: int, domains: tuple[tuple[Any, ...], ...], size: int) -> tuple[Any, ...]:
+        out = []
+        for _ in range(size):
+            key = draw(st.sampled_from([None, *values]))
+            data = tuple(draw(st.sampled_from(d)) for d in domains)
+            out.append((key, *data, landing[key] if key is not None else draw(st.integers(1, k))))
+        assert all(len(r) == width for r in out)
+        return tuple(out)
+
+    ints, strings, decimals = (None, 0, 1, 2, 3), (None, "x", "y"), (None, Decimal("1.50"), Decimal("-0.25"))
+    u = Table("u", rows("u", 4, (ints, strings), draw(st.integers(0, 8))), False)
+    # r and w reference keys u has: every key value they hold landed in u at that interval
+    held = sorted({row[0] for row in u.rows if row[0] is not None})
+    values = held
+    r = Table("r", rows("r", 4, (ints, strings), draw(st.integers(0, 8))) if held else (), False)
+    w = Table("w", rows("w", 3, (decimals,), draw(st.integers(0, 8))) if held else (), False)
+    sql = draw(st.sampled_from(KEYED_QUERIES))
+    return Case(sql, (r, u, w), k, draw(st.sampled_from(["deadline", "total"])),
+                estimated_rows=(("r", 1e6), ("u", 2e5), ("w", 1e6)), bounds=True, keys=KEYED)
+
+
+@settings(max_examples=12, **SETTINGS)  # type: ignore[arg-type]
+@given(case=keyed())
+def test_plans_over_keys_that_land_together_deliver_the_reference(fast_spark: Any, case: Case) -> None:
+    check_case(fast_spark, case)
+
+
+def test_a_join_on_keys_that_land_together_reads_only_deltas_at_the_deadline(fast_spark: Any) -> None:
+    """``r.a`` lands with the key ``u.a``: an old row of one side never meets a new row of the
+    other, so at the deadline ivm joins the two deltas and reads neither snapshot; without the
+    keys it probes them, at a higher estimated cost. Plans with the keys deliver the reference
+    at every time point."""
+    u = Table("u", ((1, 100, "x", 1), (2, 200, "y", 2), (3, 300, "x", 3), (None, 5, "y", 2)), False)
+    r = Table("r", ((1, 10, "x", 1), (2, 20, "y", 2), (2, 21, "x", 2), (3, 30, "x", 3), (None, 7, "y", 1)), False)
+    sql = "SELECT u.s AS g0, SUM(r.b) AS m0 FROM r JOIN u ON r.a = u.a GROUP BY u.s"
+    keys = (("u", "a", "u.a"), ("r", "a", "u.a"))
+    rows = (("r", 1e6), ("u", 1e6))
+
+    def last(case: Case) -> tuple[list[str], float]:
+        plan = plan_case(case)["ivm"]
+        return sorted({s.view for f in plan.fragments if f.time == 3 for s in f.sources}), plan.cost.weighted
+
+    with_keys, cost = last(Case(sql, (r, u), 3, deliver=(3,), estimated_rows=rows, methods=("ivm",), bounds=True, keys=keys))
+    assert with_keys == ["r__sd_2_3", "u__sd_2_3"]
+    without, more = last(Case(sql, (r, u), 3, deliver=(3,), estimated_rows=rows, methods=("ivm",), bounds=True))
+    assert "r__ss_0_2" in without and "u__ss_0_3" in without
+    assert more > cost
+    for objective in ("deadline", "total"):
+        check_case(fast_spark, Case(sql, (r, u), 3, objective, estimated_rows=rows, bounds=True, keys=keys))

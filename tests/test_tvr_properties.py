@@ -111,6 +111,7 @@ class Case:
     methods: tuple[str, ...] = ()  # the methods planned (default: every method and auto)
     disabled: tuple[str, ...] = ()  # TVR rules left out
     bounds: bool = False  # whether the planner knows the arrival bounds of insert-only tables' reads
+    keys: tuple[tuple[str, str, str], ...] = ()  # (table, column, domain): columns holding keys that land once
 
     @property
     def deliveries(self) -> tuple[int, ...]:
@@ -122,6 +123,8 @@ class Case:
                  self.sql]
         for t in self.tables:
             lines.append(f"{t.name}{' (with deletions)' if t.deletions else ''}: {list(t.rows)}")
+        if self.keys:
+            lines.append(f"keys: {list(self.keys)}")
         return "\n".join(lines)
 
 
@@ -404,7 +407,11 @@ def plan_case(case: Case, objective: Objective | None = None) -> dict[str, Multi
         return sum(weights[start:end]) / sum(weights)
 
     values = tuple(range(1, case.k + 1))
-    bounds = ArrivalBounds({t.name: SourceBound(ARRIVAL, values) for t in case.tables if case.bounds and not t.deletions})
+    keys: dict[str, dict[str, str]] = {}
+    for table, column, domain in case.keys:
+        keys.setdefault(table, {})[column] = domain
+    bounds = ArrivalBounds({t.name: SourceBound(ARRIVAL, values) for t in case.tables if case.bounds and not t.deletions},
+                           keys=keys)
     arrival = Arrival(fraction=fraction, insert_only=lambda table: table not in with_deletions, bounds=bounds)
     planner = IncrementalPlanner(Estimator(stats.lookup), arrival)
     methods = case.methods or tuple(METHODS)
