@@ -344,6 +344,18 @@ def test_a_missing_source_folder_is_a_one_line_error_and_nothing_is_committed(sp
     assert not list((tmp_path / "work").rglob("landing"))
 
 
+def test_a_key_column_the_source_lacks_is_a_one_line_error_and_nothing_is_committed(spark: Any, tmp_path: Path) -> None:
+    add_file(spark, tmp_path / "data" / "sales", "earlier.parquet", EARLIER)
+    text = spec_text(CLOCK_SCHEDULE).replace("    arrival: {column: arrived_at}\n",
+                                             "    arrival: {column: arrived_at}\n    key: sale_id\n")
+    (tmp_path / "spec.yaml").write_text(text)
+    with pytest.raises(RunError) as caught:
+        Runner(load_spec(tmp_path / "spec.yaml"), spark, tmp_path / "work", "auto", simulate=True).run_cycle()
+    message = one_line_error(caught.value)
+    assert "sources.sales.key: column 'sale_id' is not one of the source's columns (arrived_at, category, price)" in message
+    assert manifests(tmp_path / "work") == []
+
+
 def test_an_unimportable_hook_is_a_one_line_error(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     add_file(spark, tmp_path / "data" / "sales", "earlier.parquet", EARLIER)
     (tmp_path / "spec.yaml").write_text(spec_text(CLOCK_SCHEDULE, "hooks: {on_run: 'no_such_hook_module:record'}\n"))

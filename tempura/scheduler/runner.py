@@ -408,6 +408,14 @@ class Runner:
     def _check_keys(self, cycle: Cycle, index: int, previous: dict[str, Any] | None) -> tuple[dict[str, str], WorkMetrics]:
         """The key domains broken so far in the cycle: those committed, and under ``integrity:
         enforced`` those interval ``index``'s landing breaks; and what checking it cost."""
+        for source, name in self.spec.sources.items():
+            declared = [("key", name.key)] if name.key else []
+            declared += [(f"arrival.with.{t}", c) for t, c in name.arrival.with_.items()]
+            columns = {f.name.lower() for f in self._schemas[source].fields}
+            for key, column in declared:
+                if column.lower() not in columns:
+                    raise RunError(f"{self.spec.path}: sources.{source}.{key}: column '{column}' is not one of the "
+                                   f"source's columns ({', '.join(sorted(columns - {TP, OP}))}); nothing was run")
         broken: dict[str, str] = dict((previous or {}).get("broken_keys", {}))
         rules = [r for r in self.key_rules() if r.domain not in broken]
         if self.spec.model.integrity != "enforced" or not rules:
