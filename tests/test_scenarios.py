@@ -62,20 +62,29 @@ def test_every_time_point_equals_the_reference(name: str, spark: Any, folder: Pa
     assert last > 0, "the scenario's last result is empty: the check would prove little"
 
 
-def test_a_source_that_lands_nothing_is_an_empty_read_once_landed(spark: Any, folder: Path, tmp_path: Path) -> None:
-    """TPC-H Q3's customers are all there at t1 (by file): at each later time point the runner
-    finds that none landed and plans the time point again, with the customer delta as an empty
-    relation, before anything runs; every delivery still equals the reference."""
+def test_reads_expected_to_be_empty_are_planned_as_empty_and_planned_again_when_rows_land(
+        spark: Any, folder: Path, tmp_path: Path) -> None:
+    """TPC-H Q3 under ``ivm``. Its customers are expected at t1 only (``expected: [1, 0, 0, 0]``),
+    so no later fragment reads a customer delta. Orders are declared to land nothing at t3 while
+    the data has some: the landing at t3 contradicts the plan, t3 is planned again with what
+    landed before anything runs, and every delivery equals the reference."""
     from tempura.runtime import compare_results
     from tempura.scheduler.runner import Runner
 
     spec_path = prepared_scenario(spark, "tpch_q03", folder, SCALE)
-    spec_path.write_text(spec_path.read_text().replace("deliver: last", "deliver: every"))
+    text = spec_path.read_text().replace("deliver: last", "deliver: every")
+    spec_path.write_text(text.replace("    key: o_orderkey", "    key: o_orderkey\n    expected: [0.3, 0.3, 0, 0.4]"))
     spec = load_spec(spec_path)
-    results = Runner(spec, spark, tmp_path, "ivm", simulate=True).run_cycle()
-    again = [r.index for r in results if r.plan is not None
-             and any(n.startswith("planned again after landing: customer landed no rows") for n in r.plan.notes)]
-    assert again and min(again) >= 2, [r.plan.notes for r in results if r.plan is not None]
+    try:
+        results = Runner(spec, spark, tmp_path, "ivm", simulate=True).run_cycle()
+    finally:
+        spec_path.write_text(text)
+    later = [s.view for r in results[1:] if r.plan is not None for f in r.plan.at(r.index) for s in f.sources]
+    assert later and not any(v.startswith("customer__sd") for v in later), later
+    again = {r.index: [n for n in r.plan.notes if n.startswith("planned again after landing")]
+             for r in results if r.plan is not None}
+    assert again[3] and "orders landed" in again[3][0] and "where none were expected" in again[3][0], again
+    assert not again[1] and not again[2], again
     for r in results:
         assert r.delivered is not None
         expected = [tuple(x) for x in reference(spark, spec, spec.cycle(0), r.index).collect()]  # type: ignore[arg-type]

@@ -59,14 +59,29 @@ class Prepared:
                                   constants)
 
 
+def expected_empty(spec: StandingQuery, landed: int = 0) -> dict[str, set[int]]:
+    """The intervals after the first ``landed`` that a source's declared ``expected`` arrival
+    says land no rows (``expected: [1, 0, 0, 0]``: a reference table found at ``t_1``)."""
+    out = {}
+    for name, source in spec.sources.items():
+        if source.expected is not None:
+            found = {i + 1 for i, value in enumerate(source.expected.values) if value == 0 and i + 1 > landed}
+            if found:
+                out[name] = found
+    return out
+
+
 def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
-                   empty: Mapping[str, Iterable[int]] | None = None, broken: Iterable[str] = ()) -> ArrivalBounds:
+                   empty: Mapping[str, Iterable[int]] | None = None, broken: Iterable[str] = (),
+                   landed: int = 0) -> ArrivalBounds:
     """What the landing guarantees of each source's reads in ``cycle`` (the first by default):
     an insert-only source arriving by a column has its rows' arrival values within the read's
     time range (:mod:`tempura.tvr.bounds`); a range query's window and ``late: next`` keep
     only the upper end of a delta's range. ``empty``: the intervals of each source that have
-    landed no rows. Declared keys and ``arrival.with`` give key domains, except those
-    ``broken``: found violated by a landing of this cycle."""
+    landed no rows; the intervals after the first ``landed`` that a source declares will land
+    none are planned as empty too (the runner plans a time point again when rows land there
+    after all). Declared keys and ``arrival.with`` give key domains, except those ``broken``:
+    found violated by a landing of this cycle."""
     cycle = cycle or spec.cycle(0)
     assert cycle is not None
     window = spec.window is not None
@@ -78,7 +93,7 @@ def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
                                 None if window else cycle.origin, on_time=spec.model.late == "reject" and not window)
     dropped = set(broken)
     keys = {name: {c: d for c, d in columns.items() if d not in dropped} for name, columns in spec.key_domains().items()}
-    return ArrivalBounds(out, empty, keys)
+    return ArrivalBounds(out, empty, keys, expected_empty(spec, landed))
 
 
 def hidden_columns(spec: StandingQuery, table: str) -> set[str]:

@@ -41,8 +41,8 @@ from tempura.runtime.keys import KeyRule, violations
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
-from tempura.scheduler.planning import (Prepared, analyze_sources, arrival_bounds, job_folder, plan_spec, prepare,
-                                        stale_sources)
+from tempura.scheduler.planning import (Prepared, analyze_sources, arrival_bounds, expected_empty, job_folder, plan_spec,
+                                        prepare, stale_sources)
 from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
 from tempura.scheduler.spec import Cycle, StandingQuery
 from tempura.stats import Estimator
@@ -324,16 +324,20 @@ class Runner:
         """The plan to run at ``index`` now that its intervals have landed: the same, unless a
         source landed no rows where the plan reads it at ``index`` — then an empty read is a
         fact, and the time point is planned again with the landed counts (a join probing a
-        whole snapshot with an empty delta need not run) — or the landing broke a declared key
-        the plan was made with (then it is planned again without it)."""
+        whole snapshot with an empty delta need not run) — or rows landed where the source's
+        declared arrival expects none (the plan took that read as empty), or the landing broke a
+        declared key the plan was made with (then it is planned again without it)."""
         empty = {name for name, land in landed.items() if land.rows == 0}
         bounds = ArrivalBounds({}, {name: {index} for name in empty})
         hit = sorted({r.scan.table for f in plan.at(index) for r in f.sources if r.end == index and bounds.read_empty(r)})
         newly = sorted(set(broken) - set((previous or {}).get("broken_keys", {})))
-        if not hit and not newly:
+        expected = expected_empty(self.spec, index - 1)
+        surprises = sorted(name for name, land in landed.items() if land.rows > 0 and index in expected.get(name, ()))
+        if not hit and not newly and not surprises:
             return plan
         replanned, _ = self._planned(cycle, index, saved, previous, landed, broken)
         reasons = [f"{', '.join(hit)} landed no rows at t{index}"] if hit else []
+        reasons += [f"{name} landed {landed[name].rows} rows at t{index}, where none were expected" for name in surprises]
         reasons += [f"key {d} broken: {broken[d]}" for d in newly]
         why = f"planned again after landing: {'; '.join(reasons)}"
         replanned.notes.append(why)
@@ -354,6 +358,7 @@ class Runner:
         measured = {name: Measured(tuple(int(r) for r, _ in rows), tuple(int(d) for _, d in rows))
                     for name, rows in counts.items()}
         empty = {name: {i + 1 for i, (r, _) in enumerate(rows) if int(r) == 0} for name, rows in counts.items()}
+        through = max((len(rows) for rows in counts.values()), default=0)  # intervals landed
         declared = [name for name, source in self.spec.sources.items()
                     if source.expected is not None and source.expected.kind == "rows"]
         tables = base.estimator.tables
@@ -363,7 +368,8 @@ class Runner:
                 arrival = arrival.with_source(name, SourceArrival(arrival.source(name).fractions, None))
         prepared = Prepared(base.spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
                             list(base.notes), arrival_bounds(self.spec, cycle, empty,
-                                                             broken if broken is not None else (previous or {}).get("broken_keys", {})))
+                                                             broken if broken is not None else (previous or {}).get("broken_keys", {}),
+                                                             through))
         resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved.values() if s.key))
         output = self.spec.model.output.mode if self.spec.model.output is not None else "snapshot"
         errors: dict[str, TempuraError] = {}

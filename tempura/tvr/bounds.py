@@ -189,9 +189,13 @@ class ArrivalBounds:
     column -> domain), for the sources whose keys land once and with the rows referencing them."""
 
     def __init__(self, sources: Mapping[str, SourceBound], empty: Mapping[str, Iterable[int]] | None = None,
-                 keys: Mapping[str, Mapping[str, str]] | None = None) -> None:
+                 keys: Mapping[str, Mapping[str, str]] | None = None,
+                 expected_empty: Mapping[str, Iterable[int]] | None = None) -> None:
         self.sources = {name.lower(): bound for name, bound in sources.items()}
-        self.empty = {name.lower(): frozenset(found) for name, found in (empty or {}).items() if found}
+        self.landed_empty = {name.lower(): frozenset(found) for name, found in (empty or {}).items() if found}
+        self.expected_empty = {name.lower(): frozenset(found) for name, found in (expected_empty or {}).items() if found}
+        self.empty = {name: self.landed_empty.get(name, frozenset()) | self.expected_empty.get(name, frozenset())
+                      for name in {*self.landed_empty, *self.expected_empty}}
         self.keys = {name.lower(): {c.lower(): d for c, d in columns.items()} for name, columns in (keys or {}).items()
                      if columns}
 
@@ -209,9 +213,10 @@ class ArrivalBounds:
                                                                    float(read.end), low_open=True)
         return {(c.field.name, columns[c.source.lower()]): span for c in scan.columns if c.source.lower() in columns}
 
-    def read_empty(self, read: SourceRead) -> bool:
-        """Whether every interval ``read`` covers landed no rows."""
-        empty = self.empty.get(read.scan.table.lower())
+    def read_empty(self, read: SourceRead, landed: bool = False) -> bool:
+        """Whether every interval ``read`` covers landed no rows, or is declared to land none and
+        has not landed yet (``landed``: landed no rows, counting no declaration)."""
+        empty = (self.landed_empty if landed else self.empty).get(read.scan.table.lower())
         if not empty or read.end < 1:
             return False
         first = read.start + 1 if read.delta else 1
@@ -566,7 +571,8 @@ class Prover:
             return f"the keys joined landed in different intervals{(' (' + ', '.join(apart) + ')') if apart else ''}"
         read = next((e for e in self.memo.group(group).exprs if isinstance(e, SourceRead) and self.bounds.read_empty(e)), None)
         if read is not None:
-            return f"{read.scan.table} landed no rows in {read.form}"
+            landed = self.bounds.read_empty(read, landed=True)
+            return f"{read.scan.table} {'landed' if landed else 'is expected to land'} no rows in {read.form}"
         return "an input is empty"
 
 
