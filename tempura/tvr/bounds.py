@@ -116,13 +116,6 @@ non-null value of the column landed as a key of the domain (``"orders.o_orderkey
 _ANY_SPAN = Interval()
 
 
-def _meet_keys(a: Mapping[tuple[str, str], Interval], b: Mapping[tuple[str, str], Interval]) -> Keys:
-    out = dict(a)
-    for key, span in b.items():
-        out[key] = out[key].meet(span) if key in out else span
-    return out
-
-
 def _equated(condition: exp.Expr | None) -> list[tuple[str, str]]:
     """The pairs of columns ``condition``'s conjuncts equate (``a = b``)."""
     if condition is None:
@@ -148,7 +141,11 @@ def _equate(keys: Keys, pairs: Iterable[tuple[str, str]]) -> Keys:
     return out
 
 
-def _meet_facts(a: Mapping[str, Interval], b: Mapping[str, Interval]) -> Facts:
+K = TypeVar("K")
+
+
+def _meet(a: Mapping[K, Interval], b: Mapping[K, Interval]) -> dict[K, Interval]:
+    """Both sets of facts at once: the intervals of a name both have are met."""
     out = dict(a)
     for name, interval in b.items():
         out[name] = out[name].meet(interval) if name in out else interval
@@ -276,7 +273,7 @@ def predicate_facts(condition: exp.Expr, kinds: Mapping[str, Kind]) -> Facts:
     for part in conjuncts(condition):
         found = _conjunct_fact(part.unnest(), kinds)
         if found is not None:
-            facts = _meet_facts(facts, {found[0]: found[1]})
+            facts = _meet(facts, {found[0]: found[1]})
     return facts
 
 
@@ -378,18 +375,24 @@ class Prover:
         self._active_keys: set[int] = set()
         self._active_empty: set[int] = set()
 
+    def _of_group(self, group: int, cache: dict[int, dict[K, Interval]], active: set[int],
+                  of_expr: Callable[[LogicalPlan], dict[K, Interval]]) -> dict[K, Interval]:
+        """What every expression of the group proves, met; memoised, cycle-guarded."""
+
+        def derive(found: int) -> dict[K, Interval]:
+            known: dict[K, Interval] = {}
+            for expr in list(self.memo.group(found).exprs):
+                known = _meet(known, of_expr(expr))
+            return known
+
+        return _memoised(cache, active, self.memo.find(group), {}, derive)
+
     # -- facts ------------------------------------------------------------------------------
 
     def facts(self, group: int) -> Facts:
         """Ranges every non-null value of the group's columns lies in."""
 
-        def derive(found: int) -> Facts:
-            facts: Facts = {}
-            for expr in list(self.memo.group(found).exprs):
-                facts = _meet_facts(facts, self.expr_facts(expr))
-            return facts
-
-        return _memoised(self._facts, self._active, self.memo.find(group), {}, derive)
+        return self._of_group(group, self._facts, self._active, self.expr_facts)
 
     def _input(self, ref: LogicalPlan) -> Facts:
         return self.facts(ref.group) if isinstance(ref, GroupRef) else {}
@@ -401,7 +404,7 @@ class Prover:
             return {} if found is None else {found[0]: found[1]}
         if isinstance(expr, Filter):
             kinds = {f.name: kind_of(f.type) for f in expr.input.schema.fields}
-            return _meet_facts(self._input(expr.input), predicate_facts(expr.condition, kinds))
+            return _meet(self._input(expr.input), predicate_facts(expr.condition, kinds))
         if isinstance(expr, (Sort, Limit, Distinct)):
             return self._input(expr.input)
         if isinstance(expr, Repeat):
@@ -415,12 +418,12 @@ class Prover:
             names = set(expr.schema.names)
             facts = {n: i for n, i in self._input(expr.left).items() if n in names}
             if expr.kind.keeps_right_columns:
-                facts = _meet_facts(facts, {n: i for n, i in self._input(expr.right).items() if n in names})
+                facts = _meet(facts, {n: i for n, i in self._input(expr.right).items() if n in names})
             if expr.condition is not None and expr.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.SEMI):
                 kinds = {f.name: kind_of(f.type) for f in expr.left.schema.fields}
                 if expr.kind is not JoinKind.SEMI:
                     kinds.update({f.name: kind_of(f.type) for f in expr.right.schema.fields})
-                facts = _meet_facts(facts, {n: i for n, i in predicate_facts(expr.condition, kinds).items() if n in names})
+                facts = _meet(facts, {n: i for n, i in predicate_facts(expr.condition, kinds).items() if n in names})
             return facts
         if isinstance(expr, Union):
             if self._input_empty(expr.left) or self._input_empty(expr.right):
@@ -447,13 +450,7 @@ class Prover:
         if not self.bounds.keys:
             return {}
 
-        def derive(found: int) -> Keys:
-            keys: Keys = {}
-            for expr in list(self.memo.group(found).exprs):
-                keys = _meet_keys(keys, self.expr_keys(expr))
-            return keys
-
-        return _memoised(self._keys, self._active_keys, self.memo.find(group), {}, derive)
+        return self._of_group(group, self._keys, self._active_keys, self.expr_keys)
 
     def _input_keys(self, ref: LogicalPlan) -> Keys:
         return self.keys(ref.group) if isinstance(ref, GroupRef) else {}
@@ -478,9 +475,9 @@ class Prover:
         if isinstance(expr, Join):
             keys = self._input_keys(expr.left)
             if expr.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.SEMI):
-                keys = _equate(_meet_keys(keys, self._input_keys(expr.right)), _equated(expr.condition))
+                keys = _equate(_meet(keys, self._input_keys(expr.right)), _equated(expr.condition))
             elif expr.kind.keeps_right_columns:
-                keys = _meet_keys(keys, self._input_keys(expr.right))
+                keys = _meet(keys, self._input_keys(expr.right))
             names = set(expr.schema.names)
             return {k: s for k, s in keys.items() if k[0] in names}
         if isinstance(expr, Union):
@@ -558,7 +555,7 @@ class Prover:
         """Whether the join equates two columns whose values landed in disjoint intervals."""
         if not self.bounds.keys or join.condition is None:
             return False
-        keys = _equate(_meet_keys(self._input_keys(join.left), self._input_keys(join.right)), _equated(join.condition))
+        keys = _equate(_meet(self._input_keys(join.left), self._input_keys(join.right)), _equated(join.condition))
         return any(s.empty for s in keys.values())
 
     def why(self, group: int) -> str:
@@ -576,13 +573,10 @@ class Prover:
         return "an input is empty"
 
 
-P = TypeVar("P")
-
-
-def _projected(below: Mapping[P, Interval], expr: Project, pairs: Callable[[str, str], list[tuple[P, P]]]) -> dict[P, Interval]:
+def _projected(below: Mapping[K, Interval], expr: Project, pairs: Callable[[str, str], list[tuple[K, K]]]) -> dict[K, Interval]:
     """The facts of a projection: those of each column it passes on as is, under its new name
     (``pairs(new name, source column)``: the keys to copy, as ``(new key, old key)``)."""
-    out: dict[P, Interval] = {}
+    out: dict[K, Interval] = {}
     for p in expr.projections:
         source = column_name(p.expression)
         if source is None:
