@@ -559,18 +559,20 @@ class Prover:
         return any(s.empty for s in keys.values())
 
     def why(self, group: int) -> str:
-        """A short reason a proven-empty group is empty, for plan listings."""
+        """Why a group is planned as empty, for plan listings: ``proven empty: …``, or ``planned
+        empty: …`` when it rests on a declared forecast (checked when the interval lands)."""
         contradicted = [n for n, i in self.facts(group).items() if i.empty]
         if contradicted:
-            return f"no value of {', '.join(sorted(contradicted))} can pass"
+            return f"proven empty: no value of {', '.join(sorted(contradicted))} can pass"
         apart = sorted({c for (c, _), s in self.keys(group).items() if s.empty})
         if apart or any(isinstance(e, Join) and self._disjoint(e) for e in self.memo.group(group).exprs):
-            return f"the keys joined landed in different intervals{(' (' + ', '.join(apart) + ')') if apart else ''}"
+            return f"proven empty: the keys joined landed in different intervals{(' (' + ', '.join(apart) + ')') if apart else ''}"
         read = next((e for e in self.memo.group(group).exprs if isinstance(e, SourceRead) and self.bounds.read_empty(e)), None)
         if read is not None:
-            landed = self.bounds.read_empty(read, landed=True)
-            return f"{read.scan.table} {'landed' if landed else 'is expected to land'} no rows in {read.form}"
-        return "an input is empty"
+            if self.bounds.read_empty(read, landed=True):
+                return f"proven empty: {read.scan.table} landed no rows in {read.form}"
+            return f"planned empty: {read.scan.table} is expected to land no rows in {read.form}"
+        return "empty: an input is empty"
 
 
 def _projected(below: Mapping[K, Interval], expr: Project, pairs: Callable[[str, str], list[tuple[K, K]]]) -> dict[K, Interval]:

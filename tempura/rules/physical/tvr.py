@@ -108,7 +108,7 @@ class TimedImplementer:
         delivered = Props(BROADCASTED if required.distribution.kind == BROADCAST else SINGLE_PARTITION,
                           required.ordering, required.time)
         why = self.prover.why(group.id) if self.prover is not None else ""
-        return Alternative(EMPTY, f"proven empty: {why}", (), CostVector.zero(self.objective).with_rows(0.0),  # type: ignore[arg-type]
+        return Alternative(EMPTY, why, (), CostVector.zero(self.objective).with_rows(0.0),  # type: ignore[arg-type]
                            lambda _d: delivered, Values(tuple(group.schema.fields), ()), None, "empty")
 
     @staticmethod
