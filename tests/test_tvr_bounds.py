@@ -175,24 +175,21 @@ def keyed(draw: st.DrawFn) -> Case:
     that interval too; NULLs land any time."""
     k = draw(st.integers(2, 4))
     landing = {v: draw(st.integers(1, k)) for v in (0, 1, 2, 3) if draw(st.booleans())}
-    values = sorted(landing)
 
-    def rows(name: str, width: int, domains: tuple[tuple[Any, ...], ...], size: int) -> tuple[Any, ...]:
+    def rows(keys: list[int], domains: tuple[tuple[Any, ...], ...]) -> tuple[Any, ...]:
+        """Rows ``(key, data..., arrival)``: a key lands where ``landing`` says, NULL anywhere."""
         out = []
-        for _ in range(size):
-            key = draw(st.sampled_from([None, *values]))
+        for _ in range(draw(st.integers(0, 8))):
+            key = draw(st.sampled_from([None, *keys]))
             data = tuple(draw(st.sampled_from(d)) for d in domains)
             out.append((key, *data, landing[key] if key is not None else draw(st.integers(1, k))))
-        assert all(len(r) == width for r in out)
         return tuple(out)
 
     ints, strings, decimals = (None, 0, 1, 2, 3), (None, "x", "y"), (None, Decimal("1.50"), Decimal("-0.25"))
-    u = Table("u", rows("u", 4, (ints, strings), draw(st.integers(0, 8))), False)
-    # r and w reference keys u has: every key value they hold landed in u at that interval
-    held = sorted({row[0] for row in u.rows if row[0] is not None})
-    values = held
-    r = Table("r", rows("r", 4, (ints, strings), draw(st.integers(0, 8))) if held else (), False)
-    w = Table("w", rows("w", 3, (decimals,), draw(st.integers(0, 8))) if held else (), False)
+    u = Table("u", rows(sorted(landing), (ints, strings)), False)
+    held = sorted({row[0] for row in u.rows if row[0] is not None})  # r and w reference only keys u has
+    r = Table("r", rows(held, (ints, strings)), False)
+    w = Table("w", rows(held, (decimals,)), False)
     sql = draw(st.sampled_from(KEYED_QUERIES))
     return Case(sql, (r, u, w), k, draw(st.sampled_from(["deadline", "total"])),
                 estimated_rows=(("r", 1e6), ("u", 2e5), ("w", 1e6)), bounds=True, keys=KEYED)

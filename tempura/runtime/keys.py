@@ -16,22 +16,12 @@ rest of the cycle and plans the time point again without it (:class:`~tempura.sc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
+
+from tempura.tvr.bounds import KeyRule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-
-@dataclass(frozen=True)
-class KeyRule:
-    """One declared key: its domain (``"orders.o_orderkey"``), the source and column holding it,
-    and the columns of other sources that land with it, as ``(source, column)``."""
-
-    domain: str
-    source: str
-    column: str
-    referencing: tuple[tuple[str, str], ...] = ()
 
 
 Reader = Callable[[str, Sequence[int]], "DataFrame"]
@@ -70,4 +60,4 @@ def _violation(rule: KeyRule, read: Reader, index: int) -> str | None:
     return None
 
 
-__all__ = ["KeyRule", "Reader", "violations"]
+__all__ = ["Reader", "violations"]

@@ -37,7 +37,7 @@ from tempura.incremental import CommittedState, Resume
 from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun, write_frame
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import OP, TP, Feed, Landed, check_schema, interval_rows, landed_schema, read_source
-from tempura.runtime.keys import KeyRule, violations
+from tempura.runtime.keys import violations
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
@@ -399,31 +399,19 @@ class Runner:
 
     # -- landing -------------------------------------------------------------------------------
 
-    def key_rules(self) -> list[KeyRule]:
-        """The keys the spec declares, with the columns that land with them."""
-        sources = self.spec.sources
-        out = []
-        for name, source in sources.items():
-            if source.key is None:
-                continue
-            referencing = tuple((other, column.lower()) for other, spec in sources.items()
-                                for target, column in spec.arrival.with_.items() if target.lower() == name)
-            out.append(KeyRule(f"{name}.{source.key.lower()}", name, source.key.lower(), referencing))
-        return out
-
     def _check_keys(self, cycle: Cycle, index: int, previous: dict[str, Any] | None) -> tuple[dict[str, str], WorkMetrics]:
         """The key domains broken so far in the cycle: those committed, and under ``integrity:
         enforced`` those interval ``index``'s landing breaks; and what checking it cost."""
-        for source, name in self.spec.sources.items():
-            declared = [("key", name.key)] if name.key else []
-            declared += [(f"arrival.with.{t}", c) for t, c in name.arrival.with_.items()]
-            columns = {f.name.lower() for f in self._schemas[source].fields}
-            for key, column in declared:
-                if column.lower() not in columns:
+        declared = self.spec.key_rules()
+        for rule in declared:
+            for source, column in rule.columns:
+                columns = {f.name.lower() for f in self._schemas[source].fields}
+                if column not in columns:
+                    key = "key" if source == rule.source else f"arrival.with.{rule.source}"
                     raise RunError(f"{self.spec.path}: sources.{source}.{key}: column '{column}' is not one of the "
                                    f"source's columns ({', '.join(sorted(columns - {TP, OP}))}); nothing was run")
         broken: dict[str, str] = dict((previous or {}).get("broken_keys", {}))
-        rules = [r for r in self.key_rules() if r.domain not in broken]
+        rules = [r for r in declared if r.domain not in broken]
         if self.spec.model.integrity != "enforced" or not rules:
             return broken, WorkMetrics()
 

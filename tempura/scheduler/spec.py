@@ -53,6 +53,7 @@ from sqlglot.dialects.dialect import Dialects
 from tempura.catalog import Catalog, Format, TableSource
 from tempura.errors import TempuraError
 from tempura.tvr.arrival import ArrivalModel, SourceArrival
+from tempura.tvr.bounds import KeyRule
 from tempura.tvr.time import TimePoints, TimeValue
 from tempura.yamlfile import KeyPath, YamlDocument, load_yaml
 
@@ -799,18 +800,25 @@ class StandingQuery:
             tables[name] = TableSource(name, self.location(name), source.format, dict(source.options), schema)
         return Catalog(tables, origin=str(self.path))
 
-    def key_domains(self) -> dict[str, dict[str, str]]:
-        """Per source, the columns that hold keys landing once (its ``key``, and the columns
-        ``arrival.with`` names) and the key's domain, ``"source.column"``."""
+    def key_rules(self) -> list[KeyRule]:
+        """The keys the spec declares (``key``), each with the columns that land with it
+        (``arrival.with``); names in lower case, domains ``"source.column"``."""
         sources = self.sources
-        out: dict[str, dict[str, str]] = {}
+        out = []
         for name, source in sources.items():
-            if source.key is not None:
-                out.setdefault(name, {})[source.key.lower()] = f"{name}.{source.key.lower()}"
-            for target, column in source.arrival.with_.items():
-                key = sources[target.lower()].key
-                assert key is not None
-                out.setdefault(name, {})[column.lower()] = f"{target.lower()}.{key.lower()}"
+            if source.key is None:
+                continue
+            referencing = tuple((other, column.lower()) for other, spec in sources.items()
+                                for target, column in spec.arrival.with_.items() if target.lower() == name)
+            out.append(KeyRule(f"{name}.{source.key.lower()}", name, source.key.lower(), referencing))
+        return out
+
+    def key_domains(self) -> dict[str, dict[str, str]]:
+        """Per source, the columns that hold keys landing once and the key's domain."""
+        out: dict[str, dict[str, str]] = {}
+        for rule in self.key_rules():
+            for source, column in rule.columns:
+                out.setdefault(source, {})[column] = rule.domain
         return out
 
     def expected_arrival(self) -> ArrivalModel:

@@ -179,6 +179,22 @@ class SourceBound:
     on_time: bool = True
 
 
+@dataclass(frozen=True)
+class KeyRule:
+    """One declared key: its domain (``"orders.o_orderkey"``), the source and column holding it,
+    and the columns of other sources that land with it, as ``(source, column)``."""
+
+    domain: str
+    source: str
+    column: str
+    referencing: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        """Every ``(source, column)`` holding keys of the domain: the key's own, then the rest."""
+        return ((self.source, self.column), *self.referencing)
+
+
 class ArrivalBounds:
     """The arrival facts of every source read (see the module docstring), the intervals known to
     have landed no rows (``empty``: source -> interval indices), whose reads are empty whatever
@@ -589,4 +605,4 @@ def _projected(below: Mapping[K, Interval], expr: Project, pairs: Callable[[str,
     return out
 
 
-__all__ = ["ArrivalBounds", "Interval", "Keys", "Prover", "SourceBound", "encode_time", "predicate_facts"]
+__all__ = ["ArrivalBounds", "Interval", "KeyRule", "Keys", "Prover", "SourceBound", "encode_time", "predicate_facts"]
