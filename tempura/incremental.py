@@ -261,7 +261,7 @@ class IncrementalPlanner(Planner):
         templated = time.perf_counter()
         expansion = Expansion(memo, time_points.k, rules_for(method, tvr_off), lambda scan: self.arrival.insert_only(scan.table), root,
                               forced=None if method in ("auto", "batch") else method, copy=copy,
-                              co_arriving=self._prover.co_arriving if self._prover is not None else None)
+                              prover=self._prover)
         roots: dict[int, int] = {}
         floor = resume.floor if resume is not None else 1
         for v in time_points.deliver:
@@ -272,6 +272,8 @@ class IncrementalPlanner(Planner):
                 raise TempuraError(f"no rule of method {method} computes the query's {output} at t{v}")
             roots[v] = ref.group
         expanded = time.perf_counter()
+        if self._prover is not None:
+            self._prover.forget()  # rules asked about groups that have grown since
         committed = _committed_groups(memo, expansion, signatures, resume)
         implementer = TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic),
                                        floor, {g: t for g, (t, _) in committed.items()}, self._prover)

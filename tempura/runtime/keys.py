@@ -6,9 +6,10 @@ key they hold (``arrival: {with: {orders: l_orderkey}}``). The planner proves jo
 new rows empty from these declarations (:mod:`tempura.tvr.bounds`); under ``integrity:
 enforced`` each landed interval is checked before anything runs on it:
 
-- none of the key's new values landed in an earlier interval of the cycle (a value may repeat
-  within one interval: the proofs are about intervals, not rows);
-- every non-null value of a referencing column is one of the key's new values.
+- no key is NULL, and none of the key's new values landed in an earlier interval of the cycle
+  (a value may repeat within one interval: the proofs are about intervals, not rows);
+- every value of a referencing column is one of the key's new values (a row landing with a key
+  holds one: the planner takes both columns as never NULL).
 
 A violation is not an error: the data is what it is. The runner drops the key's domain for the
 rest of the cycle and plans the time point again without it (:class:`~tempura.scheduler.runner.Runner`).
@@ -43,11 +44,13 @@ def _keys(frame: DataFrame, column: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     name = next((c for c in frame.columns if c.lower() == column.lower()), column)
-    return frame.select(F.col(f"`{name}`").alias("k")).where(F.col("k").isNotNull())
+    return frame.select(F.col(f"`{name}`").alias("k"))
 
 
 def _violation(rule: KeyRule, read: Reader, index: int) -> str | None:
     new = _keys(read(rule.source, [index]), rule.column)
+    if new.where(new.k.isNull()).limit(1).collect():
+        return f"{rule.source}.{rule.column} is NULL in a row landed at t{index}: a key is never NULL"
     if index > 1:
         again = new.join(_keys(read(rule.source, range(1, index)), rule.column), "k", "left_semi").limit(1).collect()
         if again:
@@ -55,6 +58,8 @@ def _violation(rule: KeyRule, read: Reader, index: int) -> str | None:
     for source, column in rule.referencing:
         orphan = _keys(read(source, [index]), column).join(new, "k", "left_anti").limit(1).collect()
         if orphan:
+            if orphan[0]["k"] is None:
+                return f"{source}.{column} is NULL in a row landed at t{index}: rows landing with {rule.source}.{rule.column} hold a key"
             return (f"{source}.{column} = {orphan[0]['k']} landed at t{index} without the {rule.source} row "
                     f"holding that key in the same interval")
     return None

@@ -59,7 +59,7 @@ from tempura.algebra import (
 from tempura.memo import GroupRef, Memo
 from tempura.stats.model import Kind, kind_of
 from tempura.stats.values import NotConstant, coerce, constant, encode_date, encode_timestamp
-from tempura.tvr.operators import SourceRead
+from tempura.tvr.operators import Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, ToDelta, ZApply
 from tempura.tvr.time import TimeValue
 
 
@@ -116,14 +116,15 @@ non-null value of the column landed as a key of the domain (``"orders.o_orderkey
 _ANY_SPAN = Interval()
 
 
-def _equated(condition: exp.Expr | None) -> list[tuple[str, str]]:
-    """The pairs of columns ``condition``'s conjuncts equate (``a = b``)."""
+def equated(condition: exp.Expr | None, null_safe: bool = False) -> list[tuple[str, str]]:
+    """The pairs of columns ``condition``'s conjuncts equate (``a = b``; ``a <=> b`` instead when
+    ``null_safe``: equal, or both NULL)."""
     if condition is None:
         return []
     pairs = []
     for part in conjuncts(condition):
         node = part.unnest()
-        if isinstance(node, exp.EQ):
+        if isinstance(node, exp.NullSafeEQ if null_safe else exp.EQ):
             left, right = column_name(node.this), column_name(node.expression)
             if left is not None and right is not None:
                 pairs.append((left, right))
@@ -142,6 +143,25 @@ def _equate(keys: Keys, pairs: Iterable[tuple[str, str]]) -> Keys:
 
 
 K = TypeVar("K")
+
+
+def _rejects_null(condition: exp.Expr) -> set[str]:
+    """The columns a row passing ``condition`` holds a value in: those a conjunct compares with
+    ``=`` and those it tests with ``IS NOT NULL``."""
+    out = {c for pair in equated(condition) for c in pair}
+    for part in conjuncts(condition):
+        node = part.unnest()
+        if isinstance(node, exp.Not) and isinstance(node.this.unnest(), exp.Is) and isinstance(node.this.unnest().expression, exp.Null):
+            name = column_name(node.this.unnest().this)
+            if name is not None:
+                out.add(name)
+    return out
+
+
+def _hull(a: Mapping[K, Interval], b: Mapping[K, Interval]) -> dict[K, Interval]:
+    """Either set of facts: the hull of the intervals of a name both have (the rows of a merge of
+    two relations by name)."""
+    return {name: interval.join(b[name]) for name, interval in a.items() if name in b}
 
 
 def _meet(a: Mapping[K, Interval], b: Mapping[K, Interval]) -> dict[K, Interval]:
@@ -390,6 +410,14 @@ class Prover:
         self._active: set[int] = set()
         self._active_keys: set[int] = set()
         self._active_empty: set[int] = set()
+        self._non_null: dict[int, frozenset[str]] = {}
+        self._active_non_null: set[int] = set()
+
+    def forget(self) -> None:
+        """Drop what was derived: the memo has grown (groups derived while it was being expanded
+        may have gained expressions, which prove more)."""
+        for cache in (self._facts, self._keys, self._empty, self._non_null):
+            cache.clear()
 
     def _of_group(self, group: int, cache: dict[int, dict[K, Interval]], active: set[int],
                   of_expr: Callable[[LogicalPlan], dict[K, Interval]]) -> dict[K, Interval]:
@@ -451,6 +479,13 @@ class Prover:
                 if a.name in left and b.name in right:
                     out[field.name] = left[a.name].join(right[b.name])
             return out
+        if isinstance(expr, (ToDelta, Consolidate)):
+            return self._input(expr.input)
+        if isinstance(expr, (StateAggregate, Finalize)):
+            below = self._input(expr.input)
+            return {k: below[k] for k in expr.keys if k in below}
+        if isinstance(expr, (StateMerge, ZApply)):
+            return _hull(self._input(expr.left), self._input(expr.right))
         return {}
 
     def _union_side(self, expr: Union) -> tuple[LogicalPlan, dict[str, str]]:
@@ -478,7 +513,7 @@ class Prover:
         if isinstance(expr, (SourceRead, Scan)):
             return self.bounds.read_keys(expr)
         if isinstance(expr, Filter):
-            return _equate(self._input_keys(expr.input), _equated(expr.condition))
+            return _equate(self._input_keys(expr.input), equated(expr.condition))
         if isinstance(expr, (Sort, Limit, Distinct)):
             return self._input_keys(expr.input)
         if isinstance(expr, Repeat):
@@ -491,7 +526,7 @@ class Prover:
         if isinstance(expr, Join):
             keys = self._input_keys(expr.left)
             if expr.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.SEMI):
-                keys = _equate(_meet(keys, self._input_keys(expr.right)), _equated(expr.condition))
+                keys = _equate(_meet(keys, self._input_keys(expr.right)), equated(expr.condition))
             elif expr.kind.keeps_right_columns:
                 keys = _meet(keys, self._input_keys(expr.right))
             names = set(expr.schema.names)
@@ -507,6 +542,12 @@ class Prover:
                     if column == a.name and (b.name, domain) in right:
                         out[(field.name, domain)] = left[(column, domain)].join(right[(b.name, domain)])
             return out
+        if isinstance(expr, (ToDelta, Consolidate)):
+            return self._input_keys(expr.input)
+        if isinstance(expr, (StateAggregate, Finalize)):
+            return {k: s for k, s in self._input_keys(expr.input).items() if k[0] in expr.keys}
+        if isinstance(expr, (StateMerge, ZApply)):
+            return _hull(self._input_keys(expr.left), self._input_keys(expr.right))
         return {}
 
     def co_arriving(self, join: Join) -> bool:
@@ -516,7 +557,7 @@ class Prover:
         if not self.bounds.keys or join.kind not in (JoinKind.INNER, JoinKind.CROSS):
             return False
         left, right = self._input_keys(join.left), self._input_keys(join.right)
-        for a, b in _equated(join.condition):
+        for a, b in equated(join.condition):
             for x, y in ((a, b), (b, a)):
                 if {d for c, d in left if c == x} & {d for c, d in right if c == y}:
                     return True
@@ -565,14 +606,99 @@ class Prover:
             return self._input_empty(expr.left) or self._input_empty(expr.right)
         if isinstance(expr, Except):
             return self._input_empty(expr.left)
+        if isinstance(expr, (ToDelta, Consolidate, Finalize)):
+            return self._input_empty(expr.input)
+        if isinstance(expr, StateAggregate):
+            return bool(expr.keys) and self._input_empty(expr.input)
+        if isinstance(expr, (StateMerge, ZApply)):
+            return self._input_empty(expr.left) and self._input_empty(expr.right)
         return False
 
     def _disjoint(self, join: Join) -> bool:
         """Whether the join equates two columns whose values landed in disjoint intervals."""
         if not self.bounds.keys or join.condition is None:
             return False
-        keys = _equate(_meet(self._input_keys(join.left), self._input_keys(join.right)), _equated(join.condition))
-        return any(s.empty for s in keys.values())
+        left, right = self._input_keys(join.left), self._input_keys(join.right)
+        keys = _equate(_meet(left, right), equated(join.condition))
+        if any(s.empty for s in keys.values()):
+            return True
+        null_safe = equated(join.condition, null_safe=True)
+        if not null_safe or not isinstance(join.left, GroupRef) or not isinstance(join.right, GroupRef):
+            return False
+        names = set(join.left.schema.names)
+        return self.apart(join.left.group, join.right.group, [(a, b) if a in names else (b, a) for a, b in null_safe],
+                          null_safe=True)
+
+    def apart(self, left: int, right: int, pairs: Iterable[tuple[str, str]], null_safe: bool = False) -> bool:
+        """Whether no row of group ``left`` equals a row of group ``right`` on every pair
+        ``(left column, right column)``: some pair's non-null values landed in disjoint
+        intervals of a domain both columns hold. With ``null_safe`` (``<=>``, under which NULL
+        equals NULL) one of the two columns must also be proven never NULL."""
+        if not self.bounds.keys:
+            return False
+        left_keys, right_keys = self.keys(left), self.keys(right)
+        for a, b in pairs:
+            for (column, domain), span in left_keys.items():
+                other = right_keys.get((b, domain))
+                if column != a or other is None or not span.meet(other).empty:
+                    continue
+                if not null_safe or a in self.non_null(left) or b in self.non_null(right):
+                    return True
+        return False
+
+    # -- values never NULL ------------------------------------------------------------------
+
+    def non_null(self, group: int) -> frozenset[str]:
+        """The columns of the group proven never NULL: a declared key or a column landing with
+        one (the declaration says every such row holds a key), carried up through the operators
+        that keep a column's values, and the columns a predicate compares with ``=``."""
+        if not self.bounds.keys:
+            return frozenset()
+
+        def derive(found: int) -> frozenset[str]:
+            out: set[str] = set()
+            for expr in list(self.memo.group(found).exprs):
+                out |= self.expr_non_null(expr)  # every expression holds the same rows
+            return frozenset(out)
+
+        return _memoised(self._non_null, self._active_non_null, self.memo.find(group), frozenset(), derive)
+
+    def _input_non_null(self, ref: LogicalPlan) -> frozenset[str]:
+        return self.non_null(ref.group) if isinstance(ref, GroupRef) else frozenset()
+
+    def expr_non_null(self, expr: LogicalPlan) -> set[str]:
+        """The columns one memo expression proves never NULL."""
+        if isinstance(expr, (SourceRead, Scan)):
+            return {c for c, _ in self.bounds.read_keys(expr)}
+        if isinstance(expr, Filter):
+            return set(self._input_non_null(expr.input)) | _rejects_null(expr.condition)
+        if isinstance(expr, (Sort, Limit, Distinct, ToDelta, Consolidate)):
+            return set(self._input_non_null(expr.input))
+        if isinstance(expr, Repeat):
+            return set(self._input_non_null(expr.input)) - {expr.count}
+        if isinstance(expr, Project):
+            below = self._input_non_null(expr.input)
+            return {p.field.name for p in expr.projections if column_name(p.expression) in below}
+        if isinstance(expr, (Aggregate, StateAggregate, Finalize)):
+            return set(expr.keys) & self._input_non_null(expr.input)
+        if isinstance(expr, Join):
+            names = set(expr.schema.names)
+            left, right = self._input_non_null(expr.left), self._input_non_null(expr.right)
+            if expr.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.SEMI):
+                found = set(left | right) | (_rejects_null(expr.condition) if expr.condition is not None else set())
+            else:
+                found = set(left if expr.kind in (JoinKind.LEFT, JoinKind.ANTI) else right if expr.kind is JoinKind.RIGHT else ())
+            return found & names
+        if isinstance(expr, Union):
+            if self._input_empty(expr.left) or self._input_empty(expr.right):
+                side, renamed = self._union_side(expr)
+                return {renamed[c] for c in self._input_non_null(side) if c in renamed}
+            left, right = self._input_non_null(expr.left), self._input_non_null(expr.right)
+            return {f.name for f, a, b in zip(expr.fields, expr.left.schema.fields, expr.right.schema.fields)
+                    if a.name in left and b.name in right}
+        if isinstance(expr, (StateMerge, ZApply)):
+            return set(self._input_non_null(expr.left) & self._input_non_null(expr.right))
+        return set()
 
     def why(self, group: int) -> str:
         """Why a group is planned as empty, for plan listings: ``proven empty: …``, or ``planned
@@ -605,4 +731,4 @@ def _projected(below: Mapping[K, Interval], expr: Project, pairs: Callable[[str,
     return out
 
 
-__all__ = ["ArrivalBounds", "Interval", "KeyRule", "Keys", "Prover", "SourceBound", "encode_time", "predicate_facts"]
+__all__ = ["ArrivalBounds", "Interval", "KeyRule", "Keys", "Prover", "SourceBound", "encode_time", "equated", "predicate_facts"]

@@ -4,9 +4,9 @@
 |---|---|
 | generating, snapshots | ``tvr-snapshot-scan``, ``tvr-snapshot`` (recompute: always on) |
 | generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-join-keyed``, ``tvr-delta-union`` |
-| semi- and anti-joins | ``tvr-delta-semi-anti-join`` |
+| semi- and anti-joins | ``tvr-delta-semi-anti-join``, ``tvr-delta-semi-anti-join-keyed`` |
 | outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe`` |
-| aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-count-distinct-split`` |
+| aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-aggregate-new-groups``, ``tvr-count-distinct-split`` |
 | intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
 | higher-order deltas | ``tvr-delta-merge-inner`` |
 | inter-TVR, streaming | ``tvr-streaming-outer-join-split``, ``tvr-streaming-aggregate-split``, ``tvr-streaming-accumulate`` |
@@ -18,7 +18,15 @@ each forced method's plans are in ``auto``'s space.
 from __future__ import annotations
 
 from tempura.errors import TempuraError
-from tempura.rules.tvr.aggregate import AffectedGroupsDelta, CountDistinctSplit, FinalizeSnapshot, PartialSnapshotRule, ValueDeltaMerge, ValueDeltaRule
+from tempura.rules.tvr.aggregate import (
+    AffectedGroupsDelta,
+    CountDistinctSplit,
+    FinalizeSnapshot,
+    NewGroupsDelta,
+    PartialSnapshotRule,
+    ValueDeltaMerge,
+    ValueDeltaRule,
+)
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion, ExpansionReport, available
 from tempura.rules.tvr.generating import (
@@ -34,7 +42,7 @@ from tempura.rules.tvr.generating import (
     SnapshotScan,
 )
 from tempura.rules.tvr.intra import DeltaMerge, DeltaMergeInner, SnapshotToDelta, StreamingAccumulate
-from tempura.rules.tvr.semijoin import DeltaSemiAntiJoin
+from tempura.rules.tvr.semijoin import DeltaSemiAntiJoin, DeltaSemiAntiJoinKeyed
 from tempura.rules.tvr.streaming import StreamingAggregateSplit, StreamingOuterJoinSplit
 
 RULES: tuple[TvrRule, ...] = (
@@ -49,9 +57,11 @@ RULES: tuple[TvrRule, ...] = (
     DeltaOuterJoin(),
     DeltaOuterJoinProbe(),
     DeltaSemiAntiJoin(),
+    DeltaSemiAntiJoinKeyed(),
     PartialSnapshotRule(),
     ValueDeltaRule(),
     AffectedGroupsDelta(),
+    NewGroupsDelta(),
     CountDistinctSplit(),
     StreamingOuterJoinSplit(),
     StreamingAggregateSplit(),
@@ -68,9 +78,9 @@ RULE_NAMES = tuple(r.name for r in RULES)
 _BATCH = {"tvr-snapshot-scan", "tvr-snapshot"}
 _DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-join", "tvr-delta-join-keyed",
            "tvr-delta-union"}
-_SEMI = {"tvr-delta-semi-anti-join"}
+_SEMI = {"tvr-delta-semi-anti-join", "tvr-delta-semi-anti-join-keyed"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",
-               "tvr-count-distinct-split"}
+               "tvr-aggregate-new-groups", "tvr-count-distinct-split"}
 _IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta"}
 _OJV = _IVM | {"tvr-delta-outer-join", "tvr-delta-outer-join-probe"}
 

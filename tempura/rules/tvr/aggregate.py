@@ -179,6 +179,30 @@ class AffectedGroupsDelta(TvrRule):
         return [Consolidate(Union(ToDelta(new, 1), ToDelta(replaced, -1), True, out))]
 
 
+class NewGroupsDelta(TvrRule):
+    """``SD[v-1,v](γ_K(R)) ⇒ +finalize(γ_partial(ΔR))`` when the groups of ``ΔR`` are new: a
+    grouping column holds, in ``ΔR``, keys that landed in other intervals than every key it
+    holds in ``R_{v-1}`` (:meth:`~tempura.tvr.bounds.Prover.apart`; the column is never NULL on
+    one side, as grouping puts NULLs together). No row of ``R_{v-1}`` is in these groups, so
+    their rows are the aggregate of ``ΔR`` alone, and no other group changes: the old rows are
+    neither read nor retracted, and the kept partial states are not merged. Calls need partial
+    states mergeable over the delta's signs (SUM, COUNT, AVG; MIN and MAX over insert-only input)."""
+
+    name = "tvr-aggregate-new-groups"
+    produces = FormKind.DELTA
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        if (not isinstance(expr, Aggregate) or not expr.keys or form.end < 2 or x.prover is None
+                or not _mergeable(x, expr)):
+            return []
+        child = x.child(expr.input)
+        delta, old = x.sd(child, form.end), x.ss(child, form.end - 1)
+        if delta is None or old is None or not x.prover.apart(delta.group, old.group, [(k, k) for k in expr.keys], null_safe=True):
+            return []
+        states = StateAggregate(delta, expr.keys, expr.calls, signed=True)
+        return [ToDelta(Finalize(states, expr.keys, expr.calls, tuple(expr.schema.fields)), 1)]
+
+
 class CountDistinctSplit(TvrRule):
     """``γ_K(COUNT(DISTINCT x), f…)(R) ⇒ γ_K(COUNT(x), f'…)(γ_{K,x}(f_part…)(R))``: the template
     gains the two-level form of an aggregate whose distinct calls all count one column ``x``.

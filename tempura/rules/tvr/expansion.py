@@ -39,6 +39,7 @@ from tempura.tvr.operators import SourceRead, TvrOperator, lower_plan
 
 if TYPE_CHECKING:
     from tempura.rules.tvr import TvrRule
+    from tempura.tvr.bounds import Prover
 
 
 @dataclass
@@ -66,14 +67,14 @@ class Expansion:
         root: int,
         forced: str | None = None,
         copy: bool = True,
-        co_arriving: Callable[[Join], bool] | None = None,
+        prover: Prover | None = None,
     ) -> None:
         self.memo = memo
         self.k = k
         self.rules = list(rules)
         self.enabled = {r.name for r in rules}
         self.source_insert_only = insert_only
-        self.co_arriving = co_arriving  # whether a template join equates keys that land together
+        self.prover = prover  # proven facts of the groups: key spans, columns never NULL, emptiness
         self.root = memo.find(root)
         self.report = ExpansionReport()
         self.origin: dict[LogicalPlan, str] = {}  # memo expression -> the rule that made it

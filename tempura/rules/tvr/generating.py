@@ -147,7 +147,7 @@ class DeltaJoinKeyed(TvrRule):
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
         if (not isinstance(expr, Join) or expr.kind not in (JoinKind.INNER, JoinKind.CROSS) or form.end < 2
-                or x.co_arriving is None or not x.co_arriving(expr)):
+                or x.prover is None or not x.prover.co_arriving(expr)):
             return []
         v = form.end
         left, right = x.child(expr.left), x.child(expr.right)
