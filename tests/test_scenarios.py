@@ -137,6 +137,30 @@ def test_a_line_item_landing_after_its_order_breaks_the_key_and_the_time_point_i
     assert [r.manifest["run"]["key_check_cpu_seconds"] for r in trusted] == [0.0, 0.0]
 
 
+def test_q13_at_its_deadline_merges_the_intervals_orders_into_kept_counts_per_customer(
+        spark: Any, folder: Path, tmp_path: Path) -> None:
+    """TPC-H Q13 counts each customer's orders through an outer join. With the orders counted per
+    customer first (``tvr-aggregate-below-outer-join``), auto keeps those counts' partial states
+    and at the deadline reads the customers and the interval's orders only; without the rewrite
+    no incremental plan beats recomputing, which reads every order."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tempura.cli import main
+
+    spec_path = prepared_scenario(spark, "tpch_q13", folder, SCALE)
+
+    def last_reads(*options: str) -> set[str]:
+        result = CliRunner().invoke(main, ["plan", str(spec_path), "--format", "json", "--workdir", str(tmp_path / "w"), *options])
+        assert result.exit_code == 0, result.output
+        plan = json.loads(result.output)
+        return {s for f in plan["fragments"] if f["time"] == 4 for s in f["inputs"]["sources"]}
+
+    assert last_reads() == {"customer__ss_0_4", "orders__sd_3_4"}
+    assert last_reads("--no-rule", "tvr-aggregate-below-outer-join") == {"customer__ss_0_4", "orders__ss_0_4"}
+
+
 def test_the_reference_applies_deletions_and_windows(spark: Any, tmp_path: Path) -> None:
     day = dt.datetime(2026, 11, 22)
     rows = [  # (id, qty, changed_at, _op)

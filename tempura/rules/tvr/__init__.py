@@ -5,7 +5,7 @@
 | generating, snapshots | ``tvr-snapshot-scan``, ``tvr-snapshot`` (recompute: always on) |
 | generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-join-keyed``, ``tvr-delta-union`` |
 | semi- and anti-joins | ``tvr-delta-semi-anti-join``, ``tvr-delta-semi-anti-join-keyed`` |
-| outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe`` |
+| outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe``, ``tvr-aggregate-below-outer-join`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-aggregate-new-groups``, ``tvr-count-distinct-split`` |
 | intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
 | higher-order deltas | ``tvr-delta-merge-inner`` |
@@ -28,6 +28,7 @@ from tempura.rules.tvr.aggregate import (
     ValueDeltaRule,
 )
 from tempura.rules.tvr.base import TvrRule
+from tempura.rules.tvr.eager import AggregateBelowOuterJoin
 from tempura.rules.tvr.expansion import Expansion, ExpansionReport, available
 from tempura.rules.tvr.generating import (
     DeltaFilter,
@@ -63,6 +64,7 @@ RULES: tuple[TvrRule, ...] = (
     AffectedGroupsDelta(),
     NewGroupsDelta(),
     CountDistinctSplit(),
+    AggregateBelowOuterJoin(),
     StreamingOuterJoinSplit(),
     StreamingAggregateSplit(),
     ValueDeltaMerge(),
@@ -82,7 +84,7 @@ _SEMI = {"tvr-delta-semi-anti-join", "tvr-delta-semi-anti-join-keyed"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",
                "tvr-aggregate-new-groups", "tvr-count-distinct-split"}
 _IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta"}
-_OJV = _IVM | {"tvr-delta-outer-join", "tvr-delta-outer-join-probe"}
+_OJV = _IVM | {"tvr-delta-outer-join", "tvr-delta-outer-join-probe", "tvr-aggregate-below-outer-join"}
 
 METHODS: dict[str, frozenset[str]] = {
     "batch": frozenset(_BATCH),

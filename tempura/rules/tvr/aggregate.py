@@ -64,8 +64,8 @@ class PartialSnapshotRule(TvrRule):
     method = "batch"
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, (Aggregate, Distinct)) or not has_partial_states(expr):
-            return []
+        if not isinstance(expr, (Aggregate, Distinct)) or not has_partial_states(expr) or x.aggregate_of(group) is not expr:
+            return []  # one aggregate of the group holds its partial states
         snapshot = x.ss(x.child(expr.input), form.end)
         if snapshot is None:
             return []
@@ -83,8 +83,10 @@ class ValueDeltaRule(TvrRule):
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
         if not isinstance(expr, (Aggregate, Distinct)):
             return []
+        best = x.aggregate_of(group)
+        if best is not expr and best is not None and has_partial_states(best):
+            return []  # the value deltas are those of the aggregate holding the partial states
         if not _mergeable(x, expr):
-            best = x.aggregate_of(group)
             if isinstance(expr, Aggregate) and not expr.keys and (best is None or not _mergeable(x, best)):
                 # grouping ones recompute the affected groups; a split COUNT(DISTINCT) merges
                 x.note_recompute(expr, "no mergeable partial state (MIN/MAX over deletions, DISTINCT or FILTER) "

@@ -202,12 +202,14 @@ class Expansion:
         return (self.memo.find(group), form) in self._forms
 
     def aggregate_of(self, group: int) -> Aggregate | Distinct | None:
-        """The group's aggregate whose partial states the group's ``PS`` forms hold: one with
-        partial states if there is one (a rewrite of a ``COUNT(DISTINCT)`` has them)."""
+        """The group's aggregate whose partial states the group's ``PS`` forms hold: the last
+        one with partial states if there is one. Template rewrites come after the written
+        aggregate, and are made to be maintained: a ``COUNT(DISTINCT)`` split in two levels has
+        partial states, an aggregate below an outer join has cheaper deltas."""
         from tempura.rules.tvr.aggregate import has_partial_states
 
         found = [e for e in self.template_exprs(group) if isinstance(e, (Aggregate, Distinct))]
-        return next((e for e in found if has_partial_states(e)), found[0] if found else None)
+        return next((e for e in reversed(found) if has_partial_states(e)), found[0] if found else None)
 
     # -- forms ---------------------------------------------------------------------------------
 

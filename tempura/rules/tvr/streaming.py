@@ -74,7 +74,8 @@ class StreamingAggregateSplit(TvrRule):
     version_specific = True
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, (Aggregate, Distinct)) or form.end != x.k or not has_partial_states(expr):
+        if (not isinstance(expr, (Aggregate, Distinct)) or form.end != x.k or not has_partial_states(expr)
+                or x.aggregate_of(group) is not expr):
             return []
         chain: list[LogicalPlan] = []
         below = x.child(expr.input)
