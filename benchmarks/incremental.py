@@ -23,7 +23,8 @@ wrong result is marked, and left out of the ratios.
 
 Where ``auto``'s plan runs the same fragments as another contender's (equal
 :func:`~tempura.scheduler.simulation.plan_digest`), the verdict says so (``same_plan_as``): the
-difference between their measurements is then the machine's noise, not a choice.
+difference between their measurements is then the machine's noise, not a choice. Where only the
+last time point's fragments are the same (``same_last_point_as``), so is the last point's CPU.
 
 Targets, under ``deadline`` weights: ``auto``'s CPU at the last time point ≤ 0.35 × ``batch``'s and
 ≤ ``ivm``'s and ``spark-streaming``'s; ``auto``'s objective ≤ the best other contender's. JSON and
@@ -79,6 +80,7 @@ class Contender:
     uses: str = ""
     attempts: list[Attempt] = field(default_factory=list)
     plans: set[str] = field(default_factory=set)  # digests of the plans its runs started with
+    last_plans: set[str] = field(default_factory=set)  # digests of those plans' last time point
 
     def median(self, what: str) -> list[float]:
         series = [getattr(a, what) for a in self.attempts]
@@ -110,6 +112,7 @@ def _tempura(spark: SparkSession, spec: StandingQuery, method: str, workdir: Pat
     run = simulate(spark, spec, method, workdir)
     contender.uses = run.uses
     contender.plans.add(run.plan_digest)
+    contender.last_plans.add(run.last_digest)
     wrong = [f"t{p.index}: {p.detail}" for p in run.points if p.delivered and not p.correct]
     return Attempt([p.cpu_seconds for p in run.points], [p.wall_seconds for p in run.points], not wrong, "; ".join(wrong))
 
@@ -199,6 +202,7 @@ def verdicts(contenders: dict[str, Contender], weights: Sequence[float]) -> dict
         "ratio_objective_auto_to_best_other": auto.objective(weights) / best if best > 0 else None,
         "objective_target_met": auto.objective(weights) <= best,
         "same_plan_as": [n for n, c in others.items() if c.plans and c.plans == auto.plans],
+        "same_last_point_as": [n for n, c in others.items() if c.last_plans and c.last_plans == auto.last_plans],
         "last_point_cpu": {n: c.median("cpu")[-1] for n, c in others.items()} | {"auto": last},
     }
     if "batch" in others and others["batch"].median("cpu")[-1] > 0:

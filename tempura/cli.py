@@ -473,10 +473,13 @@ def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], con
                           f"{found['objective']:.3g}", "yes" if found["correct"] else "NO")
         verdict = result["verdict"]
         if verdict.get("comparable"):
+            same = verdict.get("same_plan_as", [])
+            same_last = [n for n in verdict.get("same_last_point_as", []) if n not in same]
             table.add_row(name, "auto / best", f"last point vs batch: {verdict.get('ratio_last_point_auto_to_batch', 0):.2f}",
                           f"{verdict['ratio_objective_auto_to_best_other']:.2f} ({verdict['best_other']})",
                           ("targets met" if verdict["objective_target_met"] and verdict["last_point_target_met"] else "targets missed")
-                          + ("; same plan as " + ", ".join(verdict["same_plan_as"]) if verdict.get("same_plan_as") else ""))
+                          + ("; same plan as " + ", ".join(same) if same else "")
+                          + ("; same last point as " + ", ".join(same_last) if same_last else ""))
     Console().print(table)
     click.echo("wrote " + ", ".join(report["files"]))
 

@@ -204,7 +204,8 @@ def test_the_incremental_benchmark_varies_who_runs_first_and_who_follows_whom() 
 def test_the_incremental_benchmark_warms_up_alternates_and_compares_plans(spark: Any, folder: Path, tmp_path: Path) -> None:
     """``tempura bench incremental`` on one scenario: a warm-up cycle per contender, then measured
     cycles, each checked; planning is deterministic (every run of a contender starts from one
-    plan), and ``auto`` running recomputation is recognised as the very plan ``batch`` runs."""
+    plan), and ``auto`` running recomputation is recognised as the very plan ``batch`` runs, at
+    every time point and at the last."""
     from benchmarks.incremental import run_scenario, verdicts
 
     spec = load_spec(prepared_scenario(spark, "tpch_q03", folder, SCALE))
@@ -215,11 +216,11 @@ def test_the_incremental_benchmark_warms_up_alternates_and_compares_plans(spark:
     for contender in found.values():
         assert len(contender.attempts) == 2 and contender.correct
         assert all(len(a.cpu) == k for a in contender.attempts)
-        assert len(contender.plans) == 1, contender.plans
+        assert len(contender.plans) == 1 and len(contender.last_plans) == 1, (contender.plans, contender.last_plans)
     assert found["batch"].median("cpu")[-1] > 0
     verdict = verdicts(found, spec.weights())
     assert verdict["comparable"] and verdict["best_other"] == "batch"
     if found["auto"].uses == "batch":
-        assert verdict["same_plan_as"] == ["batch"]
+        assert verdict["same_plan_as"] == ["batch"] and verdict["same_last_point_as"] == ["batch"]
     else:
-        assert verdict["same_plan_as"] == []
+        assert verdict["same_plan_as"] == [] and verdict["same_last_point_as"] == []

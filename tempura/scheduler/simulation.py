@@ -56,6 +56,7 @@ class MethodRun:
     estimated_objective: float  # seconds
     points: list[PointMeasure] = field(default_factory=list)
     plan_digest: str = ""  # the first plan's fragments (time point, SQL, output): equal digests run the same work
+    last_digest: str = ""  # the same of its fragments at the last time point
 
     @property
     def measured_objective(self) -> float:
@@ -82,10 +83,11 @@ class MethodRun:
         return data
 
 
-def plan_digest(plan: MultiTimePlan) -> str:
-    """A digest of what ``plan`` runs: each fragment's time point, Spark SQL and output. Two plans
-    with one digest do the same work (whatever method label they carry)."""
-    text = "\n".join(f"{f.time}|{f.delivers}|{f.keeps}|{f.sql()}" for f in plan.fragments)
+def plan_digest(plan: MultiTimePlan, at: int | None = None) -> str:
+    """A digest of what ``plan`` runs (at time point ``at`` only, when given): each fragment's
+    time point, Spark SQL and output. Two plans with one digest do the same work (whatever method
+    label they carry)."""
+    text = "\n".join(f"{f.time}|{f.delivers}|{f.keeps}|{f.sql()}" for f in plan.fragments if at is None or f.time == at)
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
@@ -101,7 +103,8 @@ def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Pat
     assert cycle is not None
     first = runner.plan(cycle, 1, {}, None)
     run = MethodRun(spec.name, method, "+".join(first.methods), tuple(first.objective.weights),
-                    first.cost.weighted / 1e9, plan_digest=plan_digest(first))
+                    first.cost.weighted / 1e9, plan_digest=plan_digest(first),
+                    last_digest=plan_digest(first, at=spec.time_points().k))
     for result in runner.run_cycle(cycle):
         info = result.manifest["run"]
         point = PointMeasure(result.index, float(info["wall_seconds"]), float(info["cpu_seconds"]),
