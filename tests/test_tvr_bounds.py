@@ -253,3 +253,34 @@ def test_groups_and_semi_joins_on_keys_that_land_together_read_only_deltas_at_th
     assert not unkeyed.search["tvr_rule_firings"].get("tvr-aggregate-new-groups")
     for objective in ("deadline", "total"):
         check_case(fast_spark, Case(sql, (r, u), 3, objective, estimated_rows=rows, bounds=True, keys=keys))
+
+
+
+def test_keys_of_disjoint_spans_are_apart_and_never_null_until_padded() -> None:
+    """``Prover.apart``: the order keys of the orders landed in ``(2, 3]`` and of those landed in
+    ``(0, 2]`` never meet, under ``=`` and, as a key is never NULL, under ``<=>``. On the padded
+    side of an outer join the key may be NULL: its spans still say where its values landed, so
+    ``=`` stays apart, but ``<=>`` matches the NULLs of both sides."""
+    from sqlglot import exp
+
+    from tempura.algebra import Field, Join, JoinKind, Scan, ScanColumn, col
+    from tempura.memo import Memo
+    from tempura.stats.relation import RelStats
+    from tempura.tvr.bounds import Prover
+
+    memo = Memo(lambda expr, inputs: RelStats(10.0, 8.0, {}))
+    bounds = ArrivalBounds({}, keys={"orders": {"o_key": "orders.o_key"}})
+    prover = Prover(memo, bounds)
+    new, old = memo.insert(_read(2, 3, True)), memo.insert(_read(0, 2, False))
+    assert prover.non_null(new) == {"o_key"} and prover.keys(new)[("o_key", "orders.o_key")] == Interval(2.0, 3.0, low_open=True)
+    assert prover.apart(new, old, [("o_key", "o_key")]) and prover.apart(new, old, [("o_key", "o_key")], null_safe=True)
+    assert not prover.apart(new, memo.insert(_read(0, 3, False)), [("o_key", "o_key")])
+    customers = Scan("customer", (ScanColumn("c_key", Field("c_key", "bigint")),), "customer")
+    padded = memo.insert(Join(JoinKind.LEFT, SourceRead(customers, 0, 3, False), _read(2, 3, True),
+                              exp.EQ(this=col("c_key"), expression=col("o_key"))))
+    assert "o_key" not in prover.non_null(padded)
+    assert prover.apart(padded, old, [("o_key", "o_key")])
+    assert not prover.apart(padded, memo.insert(Join(JoinKind.LEFT, SourceRead(customers, 0, 3, False), _read(0, 2, False),
+                                                      exp.EQ(this=col("c_key"), expression=col("o_key")))),
+                            [("o_key", "o_key")], null_safe=True)
+
