@@ -383,3 +383,14 @@ def test_tempura_run_reports_a_bad_input_in_one_line(spark: Any, tmp_path: Path)
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output
     assert "sources.sales.path" in lines[0] and "Traceback" not in result.output
     assert manifests(tmp_path / "work") == []
+
+
+def test_a_spark_error_is_not_logged_with_the_jvm_stack_trace(spark: Any, capfd: pytest.CaptureFixture[str]) -> None:
+    """PySpark would log each Spark error it converts, with the JVM's stack trace, as JSON on
+    standard error; tempura's session has those loggers off (errors are reported in one line)."""
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException):
+        spark.sql("SELECT missing_column FROM VALUES (1) AS v(a)").collect()
+    err = capfd.readouterr().err
+    assert "QueryContextLogger" not in err and "\tat org.apache.spark" not in err, err

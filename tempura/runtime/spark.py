@@ -75,4 +75,16 @@ def get_spark(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _quiet_error_loggers()
     return spark
+
+
+def _quiet_error_loggers() -> None:
+    """PySpark logs each Spark error it converts to a Python exception, with the JVM's stack
+    trace, as JSON on standard error; tempura reports the errors it catches itself, in one line."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # an older PySpark logs nothing of the kind
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
