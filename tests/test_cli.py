@@ -157,3 +157,16 @@ def test_tpch_check_runs_selected_queries(spark: object, tpch_catalog: Path, tmp
     assert "2/2 queries equal to Spark" in result.output
     assert "optimize ms" in result.output and "longest optimization: q0" in result.output
     assert list((tmp_path / "work" / "tpch-check" / "sf0.01" / "stats").glob("lineitem.json"))  # planned on analysed tables
+
+
+def test_the_demo_names_the_methods_whose_plan_is_autos_very_plan() -> None:
+    from tempura.demo import same_plans
+    from tempura.scheduler.simulation import MethodRun
+
+    def run(method: str, digest: str) -> MethodRun:
+        return MethodRun("s", method, method, (0.0, 1.0), 1.0, plan_digest=digest)
+
+    assert same_plans([run("auto", "a1"), run("batch", "a1"), run("ivm", "b2"), run("ojv", "a1")]) == (
+        "auto runs the very plan of batch, ojv: the measured difference is noise")
+    assert same_plans([run("auto", "a1"), run("batch", "b2")]) is None
+    assert same_plans([run("batch", "b2")]) is None
