@@ -49,12 +49,14 @@ def _keys(frame: DataFrame, column: str) -> DataFrame:
 
 def _violation(rule: KeyRule, read: Reader, index: int) -> str | None:
     new = _keys(read(rule.source, [index]), rule.column)
-    if new.where(new.k.isNull()).limit(1).collect():
-        return f"{rule.source}.{rule.column} is NULL in a row landed at t{index}: a key is never NULL"
+    suspects = new.where(new.k.isNull())  # a NULL key, or (one Spark job for both) a key landed before
     if index > 1:
-        again = new.join(_keys(read(rule.source, range(1, index)), rule.column), "k", "left_semi").limit(1).collect()
-        if again:
-            return f"{rule.source}.{rule.column} = {again[0]['k']} landed at t{index} and in an earlier interval"
+        suspects = suspects.unionByName(new.join(_keys(read(rule.source, range(1, index)), rule.column), "k", "left_semi"))
+    found = suspects.limit(1).collect()
+    if found and found[0]["k"] is None:
+        return f"{rule.source}.{rule.column} is NULL in a row landed at t{index}: a key is never NULL"
+    if found:
+        return f"{rule.source}.{rule.column} = {found[0]['k']} landed at t{index} and in an earlier interval"
     for source, column in rule.referencing:
         orphan = _keys(read(source, [index]), column).join(new, "k", "left_anti").limit(1).collect()
         if orphan:

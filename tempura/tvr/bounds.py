@@ -151,8 +151,9 @@ def _rejects_null(condition: exp.Expr) -> set[str]:
     out = {c for pair in equated(condition) for c in pair}
     for part in conjuncts(condition):
         node = part.unnest()
-        if isinstance(node, exp.Not) and isinstance(node.this.unnest(), exp.Is) and isinstance(node.this.unnest().expression, exp.Null):
-            name = column_name(node.this.unnest().this)
+        tested = node.this.unnest() if isinstance(node, exp.Not) else None
+        if isinstance(tested, exp.Is) and isinstance(tested.expression, exp.Null):
+            name = column_name(tested.this)
             if name is not None:
                 out.add(name)
     return out

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tempura.algebra import Aggregate, AggregateCall, Field, Join, JoinKind, LogicalPlan, col, column_name, columns_in, conjuncts
+from tempura.algebra import Aggregate, AggregateCall, Field, Join, JoinKind, LogicalPlan, col, columns_in, conjuncts
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
+from tempura.tvr.bounds import equated
 from tempura.tvr.forms import FormKind
 
 _INTEGRAL = {"tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"}
@@ -62,14 +63,11 @@ def _eager(expr: Aggregate, join: Join) -> LogicalPlan | None:
     kept_names, padded_names = set(kept.schema.names), set(padded.schema.names)
     if not set(expr.keys) <= kept_names:
         return None
+    pairs = equated(join.condition)
+    if not pairs or len(pairs) != len(conjuncts(join.condition)):
+        return None  # an equi-join: every conjunct equates two columns
     padded_keys: list[str] = []
-    for part in conjuncts(join.condition):
-        node = part.unnest()
-        if not isinstance(node, exp.EQ):
-            return None
-        a, b = column_name(node.this), column_name(node.expression)
-        if a is None or b is None:
-            return None
+    for a, b in pairs:
         if a in padded_names and b in kept_names:
             a, b = b, a
         if a not in kept_names or b not in padded_names:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from tempura.algebra import Aggregate, Distinct, Join, LogicalPlan, Scan
+from tempura.algebra import Aggregate, Distinct, LogicalPlan, Scan
 from tempura.memo import GroupRef, Memo, TvrMetaSet
 from tempura.tvr.forms import Delta, Form, FormKind, PartialSnapshot, Snapshot, ValueDelta
 from tempura.tvr.operators import SourceRead, TvrOperator, lower_plan
