@@ -271,6 +271,7 @@ class IncrementalPlanner(Planner):
             if ref is None:
                 raise TempuraError(f"no rule of method {method} computes the query's {output} at t{v}")
             roots[v] = ref.group
+        expansion.finish()
         expanded = time.perf_counter()
         if self._prover is not None:
             self._prover.forget()  # rules asked about groups that have grown since

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tempura.scheduler import SpecError, StandingQuery, load_spec
+from tempura.tvr.bounds import Interval
 
 INLINE_QUERY = "query: |\n  SELECT category, SUM(price) AS gross FROM sales GROUP BY category\n"
 SALES_ARRIVAL = "    arrival: {column: arrived_at}\n"
@@ -406,6 +407,11 @@ def test_keys_and_rows_landing_with_them(tmp_path: Path) -> None:
         ("{column: arrived_at, with: {sales: item_order}}\n    schema: {arrived_at: int, x: int}", "    key: order_id\n",
          "sources.items.arrival.with.sales", "column 'item_order' is not in the source's schema"),
         ("{column: arrived_at, with: sales}", "    key: order_id\n", "sources.items.arrival.with", "must be a mapping"),
+        ("{column: arrived_at, within: 12h}", "    key: order_id\n", "sources.items.arrival.within", "give 'with' too"),
+        ("{column: arrived_at, with: {sales: item_order}, within: -2h}", "    key: order_id\n",
+         "sources.items.arrival.within", "is not a duration"),
+        ("{column: arrived_at, with: {sales: item_order}, within: 0}", "    key: order_id\n",
+         "sources.items.arrival.within", "must be positive"),
     ],
 )
 def test_bad_keys(tmp_path: Path, items: str, sales: str, key: str, message: str) -> None:
@@ -417,6 +423,28 @@ def test_bad_keys(tmp_path: Path, items: str, sales: str, key: str, message: str
     text = str(error.value)
     assert text.startswith(f"{path}, line ") and f": {key}: " in text, text
     assert message in text and "\n" not in text
+
+
+def test_rows_landing_within_a_lag_of_their_key(tmp_path: Path) -> None:
+    """``arrival.within``: the key rule carries the lag of the referencing column, and the
+    planner's bounds say how far back the keys of each interval's rows reach: on 6-hour time
+    points, a 12-hour lag reaches two intervals further back than the row's own (but never
+    before the cycle's first)."""
+    import datetime as dt
+
+    from tempura.scheduler.planning import arrival_bounds
+
+    text = SPEC.replace(SALES_ARRIVAL, SALES_ARRIVAL + "    key: order_id\n").replace(
+        "schedule:", "  items:\n    path: data/items\n    arrival: {column: arrived_at, with: {sales: item_order}, within: 12h}\n"
+        "schedule:").replace("  at: [1, 2, 3]\n", '  start: "2026-11-22T00:00:00"\n  every: 6h\n  points: 4\n')
+    spec = load(tmp_path, text)
+    (rule,) = spec.key_rules()
+    assert rule.within == ((("items", "item_order"), dt.timedelta(hours=12)),)
+    assert rule.lag("items", "item_order") == dt.timedelta(hours=12) and rule.lag("sales", "order_id") is None
+    bounds = arrival_bounds(spec)
+    assert bounds.reach == {"items": {"item_order": (0, 0, 0, 1)}}
+    assert bounds.span("items", "item_order", 3, 4) == Interval(1.0, 4.0, low_open=True)
+    assert bounds.span("sales", "order_id", 3, 4) == Interval(3.0, 4.0, low_open=True)
 
 
 def test_no_keys_under_a_range_window(tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ from tempura.sql import parse_query
 from tempura.stats.estimate import Estimator
 from tempura.tvr import TimePoints
 from tempura.tvr.bounds import ArrivalBounds, SourceBound
+from tempura.tvr.bounds import reach as reach_of
 from tempura.tvr.plan import MultiTimePlan
 
 pytestmark = pytest.mark.spark
@@ -112,6 +113,7 @@ class Case:
     disabled: tuple[str, ...] = ()  # TVR rules left out
     bounds: bool = False  # whether the planner knows the arrival bounds of insert-only tables' reads
     keys: tuple[tuple[str, str, str], ...] = ()  # (table, column, domain): columns holding keys that land once
+    lags: tuple[tuple[str, str, int], ...] = ()  # (table, column, lag): a referencing column landing within a lag
 
     @property
     def deliveries(self) -> tuple[int, ...]:
@@ -125,6 +127,8 @@ class Case:
             lines.append(f"{t.name}{' (with deletions)' if t.deletions else ''}: {list(t.rows)}")
         if self.keys:
             lines.append(f"keys: {list(self.keys)}")
+        if self.lags:
+            lines.append(f"lags: {list(self.lags)}")
         return "\n".join(lines)
 
 
@@ -410,8 +414,11 @@ def plan_case(case: Case, objective: Objective | None = None) -> dict[str, Multi
     keys: dict[str, dict[str, str]] = {}
     for table, column, domain in case.keys:
         keys.setdefault(table, {})[column] = domain
+    reach: dict[str, dict[str, tuple[int, ...]]] = {}
+    for table, column, lag in case.lags:
+        reach.setdefault(table, {})[column] = reach_of(values, None, lag)
     bounds = ArrivalBounds({t.name: SourceBound(ARRIVAL, values) for t in case.tables if case.bounds and not t.deletions},
-                           keys=keys)
+                           keys=keys, reach=reach)
     arrival = Arrival(fraction=fraction, insert_only=lambda table: table not in with_deletions, bounds=bounds)
     planner = IncrementalPlanner(Estimator(stats.lookup), arrival)
     methods = case.methods or tuple(METHODS)

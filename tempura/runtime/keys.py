@@ -9,7 +9,9 @@ enforced`` each landed interval is checked before anything runs on it:
 - no key is NULL, and none of the key's new values landed in an earlier interval of the cycle
   (a value may repeat within one interval: the proofs are about intervals, not rows);
 - every value of a referencing column is one of the key's new values (a row landing with a key
-  holds one: the planner takes both columns as never NULL).
+  holds one: the planner takes both columns as never NULL); with ``arrival.within``, one of the
+  key's values landed in the intervals that reach back that far (a return landing at ``t_4``,
+  12 hours after ``t_3``, references a sale landed after ``t_3 - 12h``).
 
 A violation is not an error: the data is what it is. The runner drops the key's domain for the
 rest of the cycle and plans the time point again without it (:class:`~tempura.scheduler.runner.Runner`).
@@ -17,7 +19,7 @@ rest of the cycle and plans the time point again without it (:class:`~tempura.sc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from tempura.tvr.bounds import KeyRule
 
@@ -29,12 +31,15 @@ Reader = Callable[[str, Sequence[int]], "DataFrame"]
 """The rows of a source landed in the given intervals of the cycle."""
 
 
-def violations(rules: Sequence[KeyRule], read: Reader, index: int) -> dict[str, str]:
+def violations(rules: Sequence[KeyRule], read: Reader, index: int,
+               reach: Mapping[tuple[str, str], Sequence[int]] | None = None) -> dict[str, str]:
     """The domains whose declaration interval ``index``'s landing breaks, each with the first
-    violation found, in words."""
+    violation found, in words; ``reach``: per referencing ``(source, column)`` landing within a
+    lag of its key, the interval before the first whose keys interval ``j`` may hold, per ``j``
+    (:func:`tempura.tvr.bounds.reach`)."""
     out = {}
     for rule in rules:
-        found = _violation(rule, read, index)
+        found = _violation(rule, read, index, reach or {})
         if found is not None:
             out[rule.domain] = found
     return out
@@ -47,7 +52,7 @@ def _keys(frame: DataFrame, column: str) -> DataFrame:
     return frame.select(F.col(f"`{name}`").alias("k"))
 
 
-def _violation(rule: KeyRule, read: Reader, index: int) -> str | None:
+def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str, str], Sequence[int]]) -> str | None:
     new = _keys(read(rule.source, [index]), rule.column)
     suspects = new.where(new.k.isNull())  # a NULL key, or (one Spark job for both) a key landed before
     if index > 1:
@@ -58,12 +63,17 @@ def _violation(rule: KeyRule, read: Reader, index: int) -> str | None:
     if found:
         return f"{rule.source}.{rule.column} = {found[0]['k']} landed at t{index} and in an earlier interval"
     for source, column in rule.referencing:
-        orphan = _keys(read(source, [index]), column).join(new, "k", "left_anti").limit(1).collect()
+        first = reach[(source, column)][index - 1] + 1 if (source, column) in reach else index
+        keys = new if first == index else _keys(read(rule.source, range(first, index + 1)), rule.column)
+        orphan = _keys(read(source, [index]), column).join(keys, "k", "left_anti").limit(1).collect()
         if orphan:
             if orphan[0]["k"] is None:
                 return f"{source}.{column} is NULL in a row landed at t{index}: rows landing with {rule.source}.{rule.column} hold a key"
-            return (f"{source}.{column} = {orphan[0]['k']} landed at t{index} without the {rule.source} row "
-                    f"holding that key in the same interval")
+            if first == index:
+                return (f"{source}.{column} = {orphan[0]['k']} landed at t{index} without the {rule.source} row "
+                        f"holding that key in the same interval")
+            return (f"{source}.{column} = {orphan[0]['k']} landed at t{index}, but no {rule.source} row holding that key "
+                    f"landed within {rule.lag(source, column)} before it (intervals t{first}..t{index})")
     return None
 
 

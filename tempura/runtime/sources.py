@@ -176,11 +176,17 @@ def source_snapshot(source: SourceData, version: int) -> DataFrame:
 
 
 def register_read(spark: SparkSession, source: SourceData, start: int, end: int, delta: bool, view: str) -> None:
-    """Register ``SD[start,end]`` (``delta``) or ``SS[end]`` (``start`` must be 0) of ``source``
-    as the temporary view ``view``."""
-    if not delta and start != 0:
-        raise ValueError(f"source '{source.table}': a snapshot starts at version 0, not {start}")
-    frame = source_delta(source, start, end) if delta else source_snapshot(source, end)
+    """Register ``SD[start,end]`` (``delta``), ``SS[end]`` (``start`` 0) or, of a source that
+    only inserts, ``SS(start,end]`` (the bag of rows that arrived in ``(t_start, t_end]``) of
+    ``source`` as the temporary view ``view``."""
+    if not delta and start != 0 and source.op_column is not None:
+        raise ValueError(f"source '{source.table}' has deletions: its snapshot starts at version 0, not {start}")
+    if delta:
+        frame = source_delta(source, start, end)
+    elif start:
+        frame = arrived(source, start, end).select(*[_column(c) for c in source.data_columns])
+    else:
+        frame = source_snapshot(source, end)
     frame.createOrReplaceTempView(view)
 
 

@@ -81,7 +81,8 @@ def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
     landed no rows; the intervals after the first ``landed`` that a source declares will land
     none are planned as empty too (the runner plans a time point again when rows land there
     after all). Declared keys and ``arrival.with`` give key domains, except those ``broken``:
-    found violated by a landing of this cycle."""
+    found violated by a landing of this cycle; ``arrival.within`` how far back the keys of a
+    referencing column's interval reach."""
     cycle = cycle or spec.cycle(0)
     assert cycle is not None
     window = spec.window is not None
@@ -93,7 +94,11 @@ def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
                                 None if window else cycle.origin, on_time=spec.model.late == "reject" and not window)
     dropped = set(broken)
     keys = {name: {c: d for c, d in columns.items() if d not in dropped} for name, columns in spec.key_domains().items()}
-    return ArrivalBounds(out, empty, keys, expected_empty(spec, landed))
+    reach: dict[str, dict[str, tuple[int, ...]]] = {}
+    for rule in spec.key_rules():
+        for (table, column), _ in rule.within:
+            reach.setdefault(table, {})[column] = rule.reach(table, column, cycle.time_points.values, cycle.origin)
+    return ArrivalBounds(out, empty, keys, expected_empty(spec, landed), reach)
 
 
 def hidden_columns(spec: StandingQuery, table: str) -> set[str]:

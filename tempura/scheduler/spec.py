@@ -14,7 +14,8 @@ A spec names the query, its sources, the schedule and the objective::
         schema: {o_id: string}        # optional
         arrival: {column: arrived_at} # the column holding each row's arrival time
                                       # (with: {orders: o_id}: each row lands with the row of
-                                      # orders whose key it holds in o_id)
+                                      # orders whose key it holds in o_id; within: 12h:
+                                      # with it or at most 12 hours after it)
         key: s_id                     # optional: each value of s_id lands once in a cycle
         changes: {op_column: _op}     # optional change data; delete_values default to ["D"]
         expected: [0.5, 0.5]          # optional: share of the rows per interval (sum <= 1),
@@ -174,11 +175,13 @@ class ArrivalColumn(_Strict):
     """``arrival``: the column holding each row's arrival time (``column``), or ``by: file``: a
     file's rows arrive at the first time point at which tempura finds the file. ``with`` maps
     sources declaring a ``key`` to a column of this one: each row lands in the interval in which
-    the row whose key it holds lands (a line item with its order)."""
+    the row whose key it holds lands (a line item with its order); with ``within``, it lands
+    with that row or at most ``within`` after it (a return within 12 hours of its sale)."""
 
     column: Text | None = None
     by: Literal["file"] | None = None
     with_: dict[str, Text] = Field(default={}, alias="with")
+    within: Duration | None = None
 
 
 class ChangeColumns(_Strict):
@@ -479,6 +482,8 @@ def _check_keys(document: YamlDocument, model: SpecFile) -> None:
                 _fail(document, at, f"source '{found[0]}' declares no 'key' for {column} to reference")
             if source.changes is not None:
                 _fail(document, at, "change data can delete a row and land it again: 'with' is for sources that only insert")
+        if source.arrival.within is not None and not source.arrival.with_:
+            _fail(document, ("sources", name, "arrival", "within"), "says how long after the row it references a row lands: give 'with' too")
         if source.schema_ is not None:
             declared = {c.lower() for c in source.schema_}
             for key, column in ([(("key",), source.key)] if source.key else []) + [
@@ -810,7 +815,9 @@ class StandingQuery:
                 continue
             referencing = tuple((other, column.lower()) for other, spec in sources.items()
                                 for target, column in spec.arrival.with_.items() if target.lower() == name)
-            out.append(KeyRule(f"{name}.{source.key.lower()}", name, source.key.lower(), referencing))
+            within = tuple(((other, column), lag) for other, column in referencing
+                           if (lag := sources[other].arrival.within) is not None)
+            out.append(KeyRule(f"{name}.{source.key.lower()}", name, source.key.lower(), referencing, within))
         return out
 
     def key_domains(self) -> dict[str, dict[str, str]]:

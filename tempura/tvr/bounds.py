@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, TypeVar
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from sqlglot import exp
 
@@ -200,20 +200,80 @@ class SourceBound:
     on_time: bool = True
 
 
+Lag = dt.timedelta | int | float
+"""How long after the row it references a row may land (``arrival.within``): a duration, or a
+number on integer time points."""
+
+
 @dataclass(frozen=True)
 class KeyRule:
     """One declared key: its domain (``"orders.o_orderkey"``), the source and column holding it,
-    and the columns of other sources that land with it, as ``(source, column)``."""
+    and the columns of other sources that land with it, as ``(source, column)``; ``within``
+    gives, for some of those, the most time after its key a row may land (``arrival.within``:
+    with or after it, rather than in the same interval)."""
 
     domain: str
     source: str
     column: str
     referencing: tuple[tuple[str, str], ...] = ()
+    within: tuple[tuple[tuple[str, str], Lag], ...] = ()
 
     @property
     def columns(self) -> tuple[tuple[str, str], ...]:
         """Every ``(source, column)`` holding keys of the domain: the key's own, then the rest."""
         return ((self.source, self.column), *self.referencing)
+
+    def lag(self, source: str, column: str) -> Lag | None:
+        """How long after its key a row of ``source`` holding it in ``column`` may land (``None``:
+        in the same interval)."""
+        return next((lag for at, lag in self.within if at == (source, column)), None)
+
+    def reach(self, source: str, column: str, values: Sequence[TimeValue], origin: TimeValue | None) -> tuple[int, ...]:
+        """Per interval ``j`` (``1..k``, of the time points ``values`` after ``origin``), the last
+        interval before the keys a row of ``(source, column)`` landing in ``j`` may hold: those
+        keys landed in ``(reach[j-1], j]`` (see :func:`reach`)."""
+        return reach(values, origin, self.lag(source, column))
+
+
+def reach(values: Sequence[TimeValue], origin: TimeValue | None, lag: Lag | None) -> tuple[int, ...]:
+    """Per interval ``j`` (``1..k``), the largest ``i < j`` with ``t_i <= t_{j-1} - lag``
+    (``t_0``: ``origin``; 0 when none is): a row landing in ``(t_{j-1}, t_j]`` at most ``lag``
+    after the row it references, and not before it, references one that landed after
+    ``t_{j-1} - lag``, so in an interval of ``(reach_j, j]``. Without a lag, ``j - 1``."""
+    if lag is None:
+        return tuple(range(len(values)))
+    points: list[TimeValue | None] = [origin, *values]
+    out = []
+    for j in range(1, len(values) + 1):
+        bound = _minus(points[j - 1], lag)
+        out.append(max((i for i in range(j) if bound is not None and _at_or_before(points[i], bound)), default=0))
+    return tuple(out)
+
+
+def _minus(value: TimeValue | None, lag: Lag) -> TimeValue | None:
+    """``value - lag``, a date taken at its midnight; ``None`` when the two do not subtract."""
+    if value is None:
+        return None
+    if isinstance(lag, dt.timedelta):
+        if isinstance(value, dt.datetime):
+            return value - lag
+        if isinstance(value, dt.date):
+            return dt.datetime.combine(value, dt.time()) - lag
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value - lag
+    return None
+
+
+def _at_or_before(point: TimeValue | None, bound: TimeValue) -> bool:
+    if point is None:
+        return True  # no origin: the cycle's first interval starts before any time
+    if isinstance(bound, dt.datetime) and isinstance(point, dt.date) and not isinstance(point, dt.datetime):
+        point = dt.datetime.combine(point, dt.time())
+    try:
+        return bool(point <= bound)  # type: ignore[operator]
+    except TypeError:
+        return False
 
 
 class ArrivalBounds:
@@ -224,7 +284,8 @@ class ArrivalBounds:
 
     def __init__(self, sources: Mapping[str, SourceBound], empty: Mapping[str, Iterable[int]] | None = None,
                  keys: Mapping[str, Mapping[str, str]] | None = None,
-                 expected_empty: Mapping[str, Iterable[int]] | None = None) -> None:
+                 expected_empty: Mapping[str, Iterable[int]] | None = None,
+                 reach: Mapping[str, Mapping[str, Sequence[int]]] | None = None) -> None:
         self.sources = {name.lower(): bound for name, bound in sources.items()}
         self.landed_empty = {name.lower(): frozenset(found) for name, found in (empty or {}).items() if found}
         self.expected_empty = {name.lower(): frozenset(found) for name, found in (expected_empty or {}).items() if found}
@@ -232,6 +293,10 @@ class ArrivalBounds:
                       for name in {*self.landed_empty, *self.expected_empty}}
         self.keys = {name.lower(): {c.lower(): d for c, d in columns.items()} for name, columns in (keys or {}).items()
                      if columns}
+        # per source and key column landing within a lag of its key (``arrival.within``), the
+        # interval before the first whose keys a row landing in interval j may hold, per j
+        self.reach = {name.lower(): {c.lower(): tuple(r) for c, r in columns.items()} for name, columns in (reach or {}).items()
+                      if columns}
 
     def __bool__(self) -> bool:
         return bool(self.sources) or bool(self.empty) or bool(self.keys)
@@ -239,13 +304,29 @@ class ArrivalBounds:
     def read_keys(self, read: SourceRead | Scan) -> Keys:
         """The key spans of a read's columns: the intervals it covers (``(start, end]``; a
         snapshot's from 0); a template scan's are unbounded (every interval)."""
-        columns = self.keys.get(read.table.lower() if isinstance(read, Scan) else read.scan.table.lower())
+        table = read.table.lower() if isinstance(read, Scan) else read.scan.table.lower()
+        columns = self.keys.get(table)
         if not columns:
             return {}
-        scan = read if isinstance(read, Scan) else read.scan
-        span = _ANY_SPAN if isinstance(read, Scan) else Interval(float(read.start if read.delta else 0),
-                                                                   float(read.end), low_open=True)
-        return {(c.field.name, columns[c.source.lower()]): span for c in scan.columns if c.source.lower() in columns}
+        if isinstance(read, Scan):  # a template scan: every interval
+            return {(c.field.name, columns[c.source.lower()]): _ANY_SPAN for c in read.columns if c.source.lower() in columns}
+        return {(c.field.name, columns[c.source.lower()]): self.span(table, c.source, read.start, read.end)
+                for c in read.scan.columns if c.source.lower() in columns}
+
+    def span(self, table: str, column: str, start: int, end: int) -> Interval:
+        """The intervals in which the keys held by ``column`` of the rows of ``table`` landed in
+        ``(start, end]`` landed: the same intervals, or from further back for a column landing
+        within a lag of its key."""
+        reach = self.reach.get(table.lower(), {}).get(column.lower())
+        low = reach[start] if reach is not None and start < len(reach) else start
+        return Interval(float(low), float(end), low_open=True)
+
+    def landing(self, table: str, column: str, start: int, end: int, keys: Interval) -> tuple[int, int] | None:
+        """The narrowest intervals ``(s, e]`` within ``(start, end]`` whose rows of ``table`` may
+        hold in ``column`` a key that landed in ``keys``; ``None`` when no interval may (rows of
+        interval ``j`` hold keys landed in ``(reach_j, j]``, both ends growing with ``j``)."""
+        found = [j for j in range(start + 1, end + 1) if not self.span(table, column, j - 1, j).meet(keys).empty]
+        return (found[0] - 1, found[-1]) if found else None
 
     def read_empty(self, read: SourceRead, landed: bool = False) -> bool:
         """Whether every interval ``read`` covers landed no rows, or is declared to land none and
@@ -253,7 +334,7 @@ class ArrivalBounds:
         empty = (self.landed_empty if landed else self.empty).get(read.scan.table.lower())
         if not empty or read.end < 1:
             return False
-        first = read.start + 1 if read.delta else 1
+        first = read.start + 1
         return all(i in empty for i in range(first, read.end + 1))
 
     def fact(self, read: SourceRead) -> tuple[str, Interval] | None:
@@ -269,7 +350,7 @@ class ArrivalBounds:
         if high is None:
             return None
         start = bound.origin
-        if bound.on_time and read.delta and read.start >= 1:
+        if bound.on_time and read.start >= 1:
             start = bound.values[read.start - 1]
         low = None if start is None else encode_time(start, kind)
         return column.field.name, Interval(low, high, low_open=True)

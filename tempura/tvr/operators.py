@@ -71,7 +71,9 @@ def _keep(plan: LogicalPlan, names: Sequence[str], extra: Sequence[Projection] =
 @dataclass(frozen=True, eq=False)
 class SourceRead(TvrOperator):
     """The rows of ``scan``'s table that arrived in ``(t_start, t_end]``; a Z-set when
-    ``delta``, else the snapshot at version ``end`` (``start`` is then 0)."""
+    ``delta``, else the snapshot at version ``end`` (``start`` 0) or, of a source that only
+    inserts, the bag of its rows that arrived after ``t_start`` (``SS(start,end]``: what a join
+    keeps of a snapshot when the rows its other side may match all landed after ``t_start``)."""
 
     scan: Scan
     start: int
@@ -87,7 +89,9 @@ class SourceRead(TvrOperator):
 
     @property
     def form(self) -> str:
-        return f"SD[{self.start},{self.end}]" if self.delta else f"SS[{self.end}]"
+        if self.delta:
+            return f"SD[{self.start},{self.end}]"
+        return f"SS({self.start},{self.end}]" if self.start else f"SS[{self.end}]"
 
     @property
     def view(self) -> str:

@@ -8,6 +8,7 @@
 | outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe``, ``tvr-aggregate-below-outer-join`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-aggregate-new-groups``, ``tvr-count-distinct-split`` |
 | intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
+| expanded groups | ``tvr-narrow-keyed-read`` |
 | higher-order deltas | ``tvr-delta-merge-inner`` |
 | inter-TVR, streaming | ``tvr-streaming-outer-join-split``, ``tvr-streaming-aggregate-split``, ``tvr-streaming-accumulate`` |
 
@@ -42,6 +43,7 @@ from tempura.rules.tvr.generating import (
     SnapshotOperator,
     SnapshotScan,
 )
+from tempura.rules.tvr.narrowing import NarrowKeyedRead
 from tempura.rules.tvr.intra import DeltaMerge, DeltaMergeInner, SnapshotToDelta, StreamingAccumulate
 from tempura.rules.tvr.semijoin import DeltaSemiAntiJoin, DeltaSemiAntiJoinKeyed
 from tempura.rules.tvr.streaming import StreamingAggregateSplit, StreamingOuterJoinSplit
@@ -73,6 +75,7 @@ RULES: tuple[TvrRule, ...] = (
     DeltaMergeInner(),
     StreamingAccumulate(),
     SnapshotToDelta(),
+    NarrowKeyedRead(),
 )
 
 RULE_NAMES = tuple(r.name for r in RULES)
@@ -83,7 +86,7 @@ _DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta
 _SEMI = {"tvr-delta-semi-anti-join", "tvr-delta-semi-anti-join-keyed"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",
                "tvr-aggregate-new-groups", "tvr-count-distinct-split"}
-_IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta"}
+_IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta", "tvr-narrow-keyed-read"}
 _OJV = _IVM | {"tvr-delta-outer-join", "tvr-delta-outer-join-probe", "tvr-aggregate-below-outer-join"}
 
 METHODS: dict[str, frozenset[str]] = {
@@ -93,7 +96,8 @@ METHODS: dict[str, frozenset[str]] = {
     "higher-order": frozenset(_OJV | {"tvr-delta-merge-inner"}),
     "streaming": frozenset(
         _BATCH | _DELTAS | _AGGREGATES
-        | {"tvr-streaming-outer-join-split", "tvr-streaming-aggregate-split", "tvr-streaming-accumulate"}
+        | {"tvr-streaming-outer-join-split", "tvr-streaming-aggregate-split", "tvr-streaming-accumulate",
+           "tvr-narrow-keyed-read"}
     ),
     "auto": frozenset(RULE_NAMES),
 }

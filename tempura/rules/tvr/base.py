@@ -16,7 +16,9 @@ class TvrRule:
 
     ``phase`` is ``generating`` (from the inputs' forms) or ``intra`` (from other forms of the same
     TVR); a ``template`` rule instead rewrites the template's expressions into equivalent ones
-    before any form is made (:meth:`rewrite`), which the other rules then see. ``per_expression`` rules are tried on each logical expression of the group, the others
+    before any form is made (:meth:`rewrite`), which the other rules then see, and an
+    ``expanded`` rule rewrites the expressions of the expanded groups once every form is made
+    (:meth:`~tempura.rules.tvr.expansion.Expansion.finish`). ``per_expression`` rules are tried on each logical expression of the group, the others
     once per group (``expr`` is then ``None``). ``method`` is the incremental method the rewrite
     belongs to, which labels the fragments it ends up in.
     """
@@ -33,5 +35,6 @@ class TvrRule:
         raise NotImplementedError
 
     def rewrite(self, x: Expansion, group: int, expr: LogicalPlan) -> list[LogicalPlan]:
-        """Plans equivalent to ``expr`` (a template expression of ``group``): ``template`` rules."""
+        """Plans equivalent to ``expr`` (a template expression of ``group``, or of an expanded
+        group): ``template`` and ``expanded`` rules."""
         return []

@@ -211,6 +211,24 @@ class Expansion:
         found = [e for e in self.template_exprs(group) if isinstance(e, (Aggregate, Distinct))]
         return next((e for e in reversed(found) if has_partial_states(e)), found[0] if found else None)
 
+    def finish(self) -> None:
+        """Run the ``expanded`` rules over every expression of the groups the expansion made,
+        once the forms the deliveries need are all there (rules that ask about whole groups)."""
+        rules = [r for r in self.rules if r.phase == "expanded"]
+        if not rules:
+            return
+        for group in [g.id for g in self.memo.groups if g.id not in self._template]:
+            for expr in list(self.memo.group(group).exprs):
+                if isinstance(expr, GroupRef):
+                    continue
+                for rule in rules:
+                    for plan in rule.rewrite(self, group, expr):
+                        before = self.memo.additions
+                        self.memo.insert(plan, into=group)
+                        if self.memo.additions != before:
+                            self.report.fired(rule.name)
+                            self.origin.setdefault(self.memo.canonical(self._registered(plan)), rule.name)
+
     # -- forms ---------------------------------------------------------------------------------
 
     def ss(self, group: int, version: int) -> GroupRef | None:
@@ -343,7 +361,7 @@ class Expansion:
     def _shift(self, expr: LogicalPlan, by: int) -> LogicalPlan | None:
         """One memo expression reading every form ``by`` versions later."""
         if isinstance(expr, SourceRead):
-            start = expr.start + by if expr.delta else 0
+            start = expr.start + by if expr.delta or expr.start else 0
             return SourceRead(expr.scan, start, expr.end + by, expr.delta)
         if not expr.inputs:
             return expr
