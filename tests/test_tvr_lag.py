@@ -131,3 +131,20 @@ def test_the_golden_example_reads_only_the_sales_a_return_may_reference(fast_spa
     assert wide.cost.weighted > plan.cost.weighted
     for objective in ("deadline", "total"):
         check_case(fast_spark, Case(GOLDEN, (r, u), 4, objective, estimated_rows=rows, bounds=True, keys=keys, lags=lags))
+
+
+@pytest.mark.spark
+def test_a_narrowed_snapshot_is_the_bag_of_rows_that_arrived_in_its_intervals(spark: Any) -> None:
+    """``SS(u,v]``: the rows (duplicates kept) that arrived in ``(t_u, t_v]``, without ``__m``;
+    change data has no such read (a deletion may remove a row of an earlier interval)."""
+    from tempura.runtime.sources import SourceData, register_read
+
+    rows = [(1, "a", 1), (2, "b", 2), (2, "b", 2), (3, "c", 3), (4, "d", 4)]
+    frame = spark.createDataFrame(rows, "k bigint, v string, t int")
+    register_read(spark, SourceData("s", frame, "t", time_values=(1, 2, 3, 4)), 1, 3, False, "s__ss_1_3")
+    got = spark.table("s__ss_1_3")
+    assert got.columns == ["k", "v", "t"]  # the arrival column is the query's to read, as in SS[v]
+    assert sorted(tuple(r) for r in got.collect()) == [(2, "b", 2), (2, "b", 2), (3, "c", 3)]
+    changes = spark.createDataFrame([(1, "a", 1, "I")], "k bigint, v string, t int, op string")
+    with pytest.raises(ValueError, match="has deletions"):
+        register_read(spark, SourceData("c", changes, "t", "op", time_values=(1, 2, 3, 4)), 1, 3, False, "c__ss_1_3")
