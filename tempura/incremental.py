@@ -271,10 +271,12 @@ class IncrementalPlanner(Planner):
             if ref is None:
                 raise TempuraError(f"no rule of method {method} computes the query's {output} at t{v}")
             roots[v] = ref.group
-        expansion.finish()
-        expanded = time.perf_counter()
         if self._prover is not None:
             self._prover.forget()  # rules asked about groups that have grown since
+        expansion.finish()  # rules that ask about whole expanded groups
+        expanded = time.perf_counter()
+        if self._prover is not None:
+            self._prover.forget()
         committed = _committed_groups(memo, expansion, signatures, resume)
         implementer = TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic),
                                        floor, {g: t for g, (t, _) in committed.items()}, self._prover)

@@ -412,6 +412,8 @@ def test_keys_and_rows_landing_with_them(tmp_path: Path) -> None:
          "sources.items.arrival.within", "is not a duration"),
         ("{column: arrived_at, with: {sales: item_order}, within: 0}", "    key: order_id\n",
          "sources.items.arrival.within", "must be positive"),
+        ("{column: arrived_at, with: {sales: item_order}, within: 6h}", "    key: order_id\n",
+         "sources.items.arrival.within", "over numbers, a number"),
     ],
 )
 def test_bad_keys(tmp_path: Path, items: str, sales: str, key: str, message: str) -> None:

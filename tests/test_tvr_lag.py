@@ -55,10 +55,10 @@ def _reader(spark: Any, landed: dict[str, list[tuple[Any, int]]]) -> Any:
 @pytest.mark.spark
 @pytest.mark.parametrize("returns, found", [
     ([(2, 4), (3, 4), (4, 4)], None),  # sales of t2..t4: within 12 hours of t3
-    ([(1, 4)], "returns.r_id = 1 landed at t4, but no sales row holding that key landed within 12:00:00 before it "
-               "(intervals t2..t4)"),
-    ([(9, 4)], "returns.r_id = 9 landed at t4, but no sales row holding that key landed within 12:00:00 before it "
-               "(intervals t2..t4)"),
+    ([(1, 4)], "returns.r_id = 1 landed at t4, but no sales row holding that key landed in the intervals within 12h "
+               "before it (t2..t4)"),
+    ([(9, 4)], "returns.r_id = 9 landed at t4, but no sales row holding that key landed in the intervals within 12h "
+               "before it (t2..t4)"),
     ([(None, 4)], "returns.r_id is NULL in a row landed at t4: rows landing with sales.o_id hold a key"),
 ])
 def test_a_row_referencing_a_key_landed_before_the_lag_is_named(spark: Any, returns: list[tuple[Any, int]],
@@ -148,3 +148,19 @@ def test_a_narrowed_snapshot_is_the_bag_of_rows_that_arrived_in_its_intervals(sp
     changes = spark.createDataFrame([(1, "a", 1, "I")], "k bigint, v string, t int, op string")
     with pytest.raises(ValueError, match="has deletions"):
         register_read(spark, SourceData("c", changes, "t", "op", time_values=(1, 2, 3, 4)), 1, 3, False, "c__ss_1_3")
+
+
+@pytest.mark.spark
+def test_at_the_first_interval_a_lagged_reference_is_checked_against_its_own(spark: Any) -> None:
+    sales = [(1, 1), (2, 2)]
+    got = violations([RULE], _reader(spark, {"sales": sales, "returns": [(1, 1), (2, 1)]}), 1, REACH)
+    assert got == {"sales.o_id": "returns.r_id = 2 landed at t1, but no sales row holding that key landed in the "
+                                 "intervals within 12h before it (t1..t1)"}
+
+
+def test_a_lag_is_written_as_a_spec_writes_it() -> None:
+    from tempura.runtime.keys import duration_text
+
+    assert duration_text(dt.timedelta(hours=12)) == "12h"
+    assert duration_text(dt.timedelta(days=1, hours=6, seconds=5)) == "1d6h5s"
+    assert duration_text(3) == "3"

@@ -19,9 +19,10 @@ rest of the cycle and plans the time point again without it (:class:`~tempura.sc
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from tempura.tvr.bounds import KeyRule
+from tempura.tvr.bounds import KeyRule, Lag
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -63,18 +64,31 @@ def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str
     if found:
         return f"{rule.source}.{rule.column} = {found[0]['k']} landed at t{index} and in an earlier interval"
     for source, column in rule.referencing:
+        lag = rule.lag(source, column)
         first = reach[(source, column)][index - 1] + 1 if (source, column) in reach else index
         keys = new if first == index else _keys(read(rule.source, range(first, index + 1)), rule.column)
         orphan = _keys(read(source, [index]), column).join(keys, "k", "left_anti").limit(1).collect()
         if orphan:
             if orphan[0]["k"] is None:
                 return f"{source}.{column} is NULL in a row landed at t{index}: rows landing with {rule.source}.{rule.column} hold a key"
-            if first == index:
+            if lag is None:
                 return (f"{source}.{column} = {orphan[0]['k']} landed at t{index} without the {rule.source} row "
                         f"holding that key in the same interval")
             return (f"{source}.{column} = {orphan[0]['k']} landed at t{index}, but no {rule.source} row holding that key "
-                    f"landed within {rule.lag(source, column)} before it (intervals t{first}..t{index})")
+                    f"landed in the intervals within {duration_text(lag)} before it (t{first}..t{index})")
     return None
+
+
+def duration_text(lag: Lag) -> str:
+    """A lag as a spec writes it: ``12h``, ``1d6h``, ``90s`` (a number as it is)."""
+    if not isinstance(lag, dt.timedelta):
+        return f"{lag:g}"
+    seconds, parts = int(lag.total_seconds()), []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts) or "0s"
 
 
 __all__ = ["Reader", "violations"]

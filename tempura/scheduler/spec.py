@@ -102,7 +102,7 @@ def parse_duration(raw: object) -> dt.timedelta | int:
     m, s), or a positive integer step between integer time points."""
     if isinstance(raw, int) and not isinstance(raw, bool):
         if raw <= 0:
-            raise ValueError(f"the step must be positive, not {raw}")
+            raise ValueError(f"must be positive, not {raw}")
         return raw
     text = raw.strip().lower() if isinstance(raw, str) else ""
     parts = _DURATION.findall(text)
@@ -377,6 +377,7 @@ def load_spec(path: str | Path) -> StandingQuery:
     _check_query_choice(document, model)
     _check_sources(document, model)
     points = _check_schedule(document, model.schedule)
+    _check_lags(document, model, points)
     _check_objective(document, model.objective, points.k)
     _check_expected(document, model, points.k)
     _check_paths(document, model)
@@ -506,6 +507,16 @@ def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpe
     for key, column in used:
         if column.lower() not in declared:
             _fail(document, ("sources", name) + key, f"column '{column}' is not in the source's schema")
+
+
+def _check_lags(document: YamlDocument, model: SpecFile, points: TimePoints) -> None:
+    """``arrival.within`` is a duration over timestamps or dates, a number over numbers."""
+    timed = isinstance(points.values[0], (dt.date, dt.datetime))
+    for name, source in model.sources.items():
+        lag = source.arrival.within
+        if lag is not None and timed != isinstance(lag, dt.timedelta):
+            _fail(document, ("sources", name, "arrival", "within"),
+                  "over time points that are timestamps or dates the lag is a duration (12h); over numbers, a number")
 
 
 def _check_schedule(document: YamlDocument, schedule: ScheduleSpec) -> TimePoints:

@@ -361,7 +361,9 @@ class Expansion:
     def _shift(self, expr: LogicalPlan, by: int) -> LogicalPlan | None:
         """One memo expression reading every form ``by`` versions later."""
         if isinstance(expr, SourceRead):
-            start = expr.start + by if expr.delta or expr.start else 0
+            if not expr.delta and expr.start:
+                return None  # a narrowed snapshot: which intervals may match depends on the version
+            start = expr.start + by if expr.delta else 0
             return SourceRead(expr.scan, start, expr.end + by, expr.delta)
         if not expr.inputs:
             return expr

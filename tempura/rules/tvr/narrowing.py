@@ -118,7 +118,7 @@ def _narrow_read(x: Expansion, read: SourceRead, wanted: Wanted) -> SourceRead |
                 continue
             found = bounds.landing(table, column.source, start, end, span)
             if found is None:
-                return None  # matches nothing: the prover has the join empty already
+                return None  # no row may match: left to the prover (an inner or semi-join is empty)
             start, end = found
     if (start, end) == (read.start, read.end):
         return None
