@@ -141,11 +141,13 @@ class DurableExecutor:
 
     def sources(self, index: int) -> dict[str, SourceData]:
         """Every source as landed up to interval ``index``."""
-        out = {}
-        for name, feed in self.feeds.items():
-            folders = [uri(self.store.landing_interval(self.cycle, name, i)) for i in range(1, index + 1)]
-            out[name] = landing_data(self.spark, feed, folders, self.schemas[name], self.k)
-        return out
+        return {name: self.landed(name, 1, index) for name in self.feeds}
+
+    def landed(self, name: str, first: int, last: int) -> SourceData:
+        """Source ``name`` as landed in intervals ``first..last``: the folders of those only, so
+        that a read of a few intervals neither lists nor opens the files of the others."""
+        folders = [uri(self.store.landing_interval(self.cycle, name, i)) for i in range(first, last + 1)]
+        return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k)
 
     def run(self, plan: MultiTimePlan, index: int, committed: Mapping[str, SavedState],
             progress: Callable[[Fragment], None] | None = None) -> TimePointRun:
@@ -175,6 +177,8 @@ class DurableExecutor:
                 if streaming and read.delta and read.start == index - 1 and read.end == index:
                     source_delta(self._streamed(read.scan.table, index, run), index - 1, index).createOrReplaceTempView(read.view)
                 else:
+                    if read.start > 0:  # a delta, or the rows that arrived after t_start: those intervals only
+                        source = self.landed(read.scan.table, read.start + 1, read.end)
                     register_read(self.spark, source, read.start, read.end, read.delta, read.view)
             frame = execute(Query(fragment.plan, tuple(fragment.plan.schema.names)), self.spark, fragment.hints, self.planning)
             if fragment.keeps is not None:
