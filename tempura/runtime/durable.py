@@ -139,10 +139,6 @@ class DurableExecutor:
         self.meter = Meter(spark)
         self.files = store.files or Files(spark)
 
-    def sources(self, index: int) -> dict[str, SourceData]:
-        """Every source as landed up to interval ``index``."""
-        return {name: self.landed(name, 1, index) for name in self.feeds}
-
     def landed(self, name: str, first: int, last: int) -> SourceData:
         """Source ``name`` as landed in intervals ``first..last``: the folders of those only, so
         that a read of a few intervals neither lists nor opens the files of the others."""
@@ -153,16 +149,15 @@ class DurableExecutor:
             progress: Callable[[Fragment], None] | None = None) -> TimePointRun:
         """Run ``plan``'s fragments at ``index``; ``committed``: the states saved before it."""
         run = TimePointRun(index)
-        sources = self.sources(index)
         saved = dict(committed)
         for fragment in plan.at(index):
             if progress is not None:
                 progress(fragment)
-            run.fragments.append(self._fragment(plan, fragment, index, sources, saved, run))
+            run.fragments.append(self._fragment(plan, fragment, index, saved, run))
         return run
 
-    def _fragment(self, plan: MultiTimePlan, fragment: Fragment, index: int, sources: Mapping[str, SourceData],
-                  saved: dict[str, SavedState], run: TimePointRun) -> FragmentRun:
+    def _fragment(self, plan: MultiTimePlan, fragment: Fragment, index: int, saved: dict[str, SavedState],
+                  run: TimePointRun) -> FragmentRun:
         streaming = fragment.method == "streaming"
         with self.meter.measure(f"{self.cycle} t{index} {fragment.id}") as metrics:
             for state_id in fragment.states:
@@ -171,15 +166,13 @@ class DurableExecutor:
                 folder = self.store.cycle_dir(self.cycle) / "states" / saved[state_id].folder
                 self.spark.read.parquet(uri(folder)).createOrReplaceTempView(state_id)
             for read in fragment.sources:
-                source = sources.get(read.scan.table)
-                if source is None:
+                if read.scan.table not in self.feeds:
                     raise ExecutionError(f"the plan reads source '{read.scan.table}', which has no data")
                 if streaming and read.delta and read.start == index - 1 and read.end == index:
                     source_delta(self._streamed(read.scan.table, index, run), index - 1, index).createOrReplaceTempView(read.view)
-                else:
-                    if read.start > 0:  # a delta, or the rows that arrived after t_start: those intervals only
-                        source = self.landed(read.scan.table, read.start + 1, read.end)
-                    register_read(self.spark, source, read.start, read.end, read.delta, read.view)
+                else:  # the landed intervals the read covers, and no others
+                    register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end), read.start, read.end,
+                                  read.delta, read.view)
             frame = execute(Query(fragment.plan, tuple(fragment.plan.schema.names)), self.spark, fragment.hints, self.planning)
             if fragment.keeps is not None:
                 planned = next((s for s in plan.states if s.id == fragment.keeps), None)

@@ -95,9 +95,8 @@ def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
     dropped = set(broken)
     keys = {name: {c: d for c, d in columns.items() if d not in dropped} for name, columns in spec.key_domains().items()}
     reach: dict[str, dict[str, tuple[int, ...]]] = {}
-    for rule in spec.key_rules():
-        for (table, column), _ in rule.within:
-            reach.setdefault(table, {})[column] = rule.reach(table, column, cycle.time_points.values, cycle.origin)
+    for (table, column), back in spec.key_reach(cycle).items():
+        reach.setdefault(table, {})[column] = back
     return ArrivalBounds(out, empty, keys, expected_empty(spec, landed), reach)
 
 

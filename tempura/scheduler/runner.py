@@ -419,10 +419,8 @@ class Runner:
             folders = [uri(self.store.landing_interval(cycle.label, source, i)) for i in intervals]
             return self.spark.read.schema(self._schemas[source]).parquet(*folders)
 
-        reach = {(source, column): rule.reach(source, column, cycle.time_points.values, cycle.origin)
-                 for rule in rules for (source, column), _ in rule.within}
         with self.meter.measure("check keys") as cost:
-            broken.update(violations(rules, read, index, reach))
+            broken.update(violations(rules, read, index, self.spec.key_reach(cycle)))
         return broken, cost
 
     def _check_drift(self, previous: dict[str, Any] | None) -> None:

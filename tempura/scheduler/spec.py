@@ -54,7 +54,7 @@ from sqlglot.dialects.dialect import Dialects
 from tempura.catalog import Catalog, Format, TableSource
 from tempura.errors import TempuraError
 from tempura.tvr.arrival import ArrivalModel, SourceArrival
-from tempura.tvr.bounds import KeyRule
+from tempura.tvr.bounds import KeyRule, reach
 from tempura.tvr.time import TimePoints, TimeValue
 from tempura.yamlfile import KeyPath, YamlDocument, load_yaml
 
@@ -830,6 +830,11 @@ class StandingQuery:
                            if (lag := sources[other].arrival.within) is not None)
             out.append(KeyRule(f"{name}.{source.key.lower()}", name, source.key.lower(), referencing, within))
         return out
+
+    def key_reach(self, cycle: Cycle) -> dict[tuple[str, str], tuple[int, ...]]:
+        """Per referencing ``(source, column)`` landing within a lag of its key (``arrival.within``),
+        how far back the keys of each interval's rows reach in ``cycle`` (:func:`tempura.tvr.bounds.reach`)."""
+        return {at: reach(cycle.time_points.values, cycle.origin, lag) for rule in self.key_rules() for at, lag in rule.within}
 
     def key_domains(self) -> dict[str, dict[str, str]]:
         """Per source, the columns that hold keys landing once and the key's domain."""

@@ -228,12 +228,6 @@ class KeyRule:
         in the same interval)."""
         return next((lag for at, lag in self.within if at == (source, column)), None)
 
-    def reach(self, source: str, column: str, values: Sequence[TimeValue], origin: TimeValue | None) -> tuple[int, ...]:
-        """Per interval ``j`` (``1..k``, of the time points ``values`` after ``origin``), the last
-        interval before the keys a row of ``(source, column)`` landing in ``j`` may hold: those
-        keys landed in ``(reach[j-1], j]`` (see :func:`reach`)."""
-        return reach(values, origin, self.lag(source, column))
-
 
 def reach(values: Sequence[TimeValue], origin: TimeValue | None, lag: Lag | None) -> tuple[int, ...]:
     """Per interval ``j`` (``1..k``), the largest ``i < j`` with ``t_i <= t_{j-1} - lag``
