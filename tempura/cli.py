@@ -10,7 +10,7 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 import click
 
@@ -109,10 +109,11 @@ def query(catalog: str, dialect: str, sql: str, out: str | None, fmt: str, limit
         click.echo(f"(first {limit} rows shown)")
 
 
-def _cost_constants(values: tuple[str, ...]) -> Any:
+def _cost_constants(values: tuple[str, ...], base: Mapping[str, object] | None = None) -> Any:
+    """The cost constants: the defaults, then ``base`` (a spec's ``cost``), then ``--cost``."""
     from tempura.cost import CostConstants
 
-    pairs: dict[str, str] = {}
+    pairs: dict[str, object] = dict(base or {})
     for item in values:
         if "=" not in item:
             raise TempuraError(f"--cost takes NAME=VALUE, got '{item}'")
@@ -643,10 +644,12 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
               help="Under --selector auto, the most binary variables for which the ILP decides (default: the planner's).")
 @click.option("--state-budget", "state_budget", default=None, metavar="SIZE",
               help="The most bytes of kept states alive at once (10GB, 512MB, 2GiB); overrides the spec's state_budget.")
+@click.option("--cost", "cost", multiple=True, metavar="NAME=VALUE",
+              help="Override a cost constant (repeatable); over the spec's cost key.")
 @click.option("--workdir", default=".tempura", show_default=True, help="The workdir of tempura run: the job's statistics are read there (and collected where missing).")
 @user_errors
 def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[str, ...], show_sql: bool, selector: str,
-                 ilp_limit: int | None, state_budget: str | None, workdir: str) -> None:
+                 ilp_limit: int | None, state_budget: str | None, cost: tuple[str, ...], workdir: str) -> None:
     """The multi-time-point plan of a standing query: fragments per time point, methods, the kept
     states (when each is saved, who reads it, its size, what chose it), estimated rows and cost,
     and every method's cost vector and objective side by side."""
@@ -678,7 +681,8 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     options = MqoOptions(selector=selector, budget=budget)
     if ilp_limit is not None:
         options = dataclasses.replace(options, ilp_limit=ilp_limit)
-    plans = plan_spec(prepared, METHOD_CHOICES, no_rule, output, mqo=options, errors=errors)
+    constants = _cost_constants(cost, loaded.model.cost)
+    plans = plan_spec(prepared, METHOD_CHOICES, no_rule, output, constants=constants, mqo=options, errors=errors)
     if method not in plans:
         if method in errors:
             raise errors[method]

@@ -8,7 +8,8 @@ the Beam seed's streaming :class:`NodeStats` / :class:`StreamCost`.
 
 Every expected value is written out as arithmetic on the seed constants (CPUc = 1, NEt = 150,
 Lr = Lw = 600, Hr = 900, Hw = 6000, 2 executors, 4 partitions); none is computed by calling the
-code under test. No Spark.
+code under test. The formulas are checked without the fixed cost per stage (``stage = 0``, the
+seed's formulas alone); which operators start a stage is checked on its own. No Spark.
 """
 
 from __future__ import annotations
@@ -98,7 +99,14 @@ ORDERS_BYTES = 4096 * 16
 DIM_BYTES = 64 * 16
 
 
-def plan_cost(constants: CostConstants | None = None) -> PlanCost:
+SEED = CostConstants.from_mapping({"stage": 0})  # the Hive seed's formulas, no fixed cost per stage
+
+
+def seed(**changes: float) -> CostConstants:
+    return CostConstants.from_mapping({"stage": 0, **changes})
+
+
+def plan_cost(constants: CostConstants = SEED) -> PlanCost:
     return PlanCost(Estimator(TABLES.__getitem__), constants)
 
 
@@ -231,7 +239,7 @@ def test_format_time_rounds_into_the_next_unit() -> None:
 
 # -- SparkCosts formulas -----------------------------------------------------------------------
 
-C = SparkCosts()
+C = SparkCosts(SEED)
 SOURCE = rel(1000, 20)  # 20 000 bytes
 
 
@@ -260,7 +268,7 @@ def test_shuffle_writes_reads_and_sends_every_byte() -> None:
 
 def test_broadcast_sends_to_every_executor() -> None:
     check(C.broadcast(SOURCE), network=150.0 * 20_000 * 2, rows=1000)
-    five = SparkCosts(CostConstants.from_mapping({"executors": 5}))
+    five = SparkCosts(seed(executors=5))
     check(five.broadcast(SOURCE), network=150.0 * 20_000 * 5, rows=1000)
 
 
@@ -268,6 +276,30 @@ def test_gather_union_and_limit() -> None:
     check(C.gather(SOURCE), network=150.0 * 20_000, rows=1000)
     check(C.union(SOURCE), rows=1000)
     check(C.limit(rel(10, 20)), cpu=10, rows=10)
+
+
+def test_operators_that_start_a_stage_pay_its_fixed_cost_once() -> None:
+    """Scans, state reads and writes, exchanges, broadcasts and gathers start a stage; sorts,
+    filters, hash joins (without their exchanges), unions and limits run inside one."""
+    with_stage, without = SparkCosts(CostConstants()), C
+    stage = 2e9
+    assert CostConstants().stage == stage
+    starts = {
+        "scan": 1, "shuffle": 1, "broadcast": 1, "gather": 1, "state_write": 1, "state_read": 1,
+        "filter": 0, "sort": 0, "union": 0, "limit": 0, "hash_join": 0,
+        "broadcast_hash_join": 1, "shuffled_hash_join": 2, "sort_merge_join": 2, "nested_loop_join": 1,
+        "hash_aggregate": 1,
+    }
+    for name, stages in starts.items():
+        args: tuple[object, ...] = {
+            "filter": (SOURCE, SOURCE), "hash_join": (BUILD, PROBE, JOINED), "broadcast_hash_join": (BUILD, PROBE, JOINED),
+            "shuffled_hash_join": (BUILD, PROBE, JOINED), "sort_merge_join": (BUILD, PROBE, JOINED),
+            "nested_loop_join": (BUILD, PROBE, JOINED), "hash_aggregate": (SOURCE, rel(10), True),
+        }.get(name, (SOURCE,))
+        paid, seed_only = getattr(with_stage, name)(*args), getattr(without, name)(*args)
+        assert paid.cpu - seed_only.cpu == pytest.approx(stages * stage), name
+        assert (paid.io, paid.network, paid.rows) == (seed_only.io, seed_only.network, seed_only.rows), name
+    assert with_stage.hash_aggregate(SOURCE, rel(1), False).cpu - C.hash_aggregate(SOURCE, rel(1), False).cpu == stage
 
 
 def test_sort_is_n_log2_n() -> None:
@@ -300,7 +332,7 @@ def test_broadcast_hash_join() -> None:
 
 
 def test_broadcast_hash_join_with_other_constants() -> None:
-    c = SparkCosts(CostConstants.from_mapping({"hash": 2, "executors": 4}))
+    c = SparkCosts(seed(hash=2, executors=4))
     check(
         c.broadcast_hash_join(BUILD, PROBE, JOINED),
         network=150.0 * 1_000 * 4,
@@ -438,7 +470,7 @@ def test_plan_join_builds_on_the_left_when_the_left_is_smaller() -> None:
 
 def test_plan_join_broadcasts_only_the_side_under_a_small_threshold() -> None:
     # dim (1 024 bytes) fits under 2 000 bytes, orders (65 536) does not.
-    costs = plan_cost(CostConstants.from_mapping({"broadcast_threshold": 2000}))
+    costs = plan_cost(seed(broadcast_threshold=2000))
     join = Join(JoinKind.INNER, scan("orders", "a"), scan("dim", "b"), eq("a", "b"))
     assert costs.of(join).algorithm == "BroadcastHashJoin(build=right)"
     # A right outer join cannot build on its right side; its left is too big: sort-merge.
@@ -447,7 +479,7 @@ def test_plan_join_broadcasts_only_the_side_under_a_small_threshold() -> None:
 
 
 def test_plan_join_sort_merges_when_both_sides_exceed_the_threshold() -> None:
-    costs = plan_cost(CostConstants.from_mapping({"broadcast_threshold": 500}))
+    costs = plan_cost(seed(broadcast_threshold=500))
     join = Join(JoinKind.INNER, scan("orders", "a"), scan("dim", "b"), eq("a", "b"))
     node = costs.of(join)
     assert node.algorithm == "SortMergeJoin"

@@ -48,7 +48,7 @@ def test_costs_add_and_order_by_time_then_rows() -> None:
 
 
 def test_operator_formulas() -> None:
-    c = SparkCosts()
+    c = SparkCosts(CostConstants.from_mapping({"stage": 0}))  # the seed's formulas alone
     r = rel(1000, 20)  # 20 000 bytes
     assert c.scan(r).io == 900 * 20_000
     assert c.filter(r, rel(10)).cpu == 1000
@@ -72,7 +72,7 @@ def test_operator_formulas() -> None:
 
 
 def test_hash_aggregate_shuffles_partial_results() -> None:
-    c = SparkCosts()
+    c = SparkCosts(CostConstants.from_mapping({"stage": 0}))
     source, out = rel(10_000, 10), rel(50, 16)
     keyed = c.hash_aggregate(source, out, keyed=True)
     partial = 50 * 4  # at most every group in each of 4 partitions

@@ -3,11 +3,13 @@ ones get one-line errors naming the file, the line and the key."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 
 import pytest
 
+from tempura.cost.model import CostConstants
 from tempura.scheduler import SpecError, StandingQuery, load_spec
 from tempura.tvr.bounds import Interval
 
@@ -275,6 +277,13 @@ def test_expected_arrival(tmp_path: Path) -> None:
         ("preset: deadline", "preset: deadline\nstate_budget: 10 parsecs", 13, "state_budget", "'10 parsecs' is not a size"),
         ("preset: deadline", "preset: deadline\nstate_budget: -1", 13, "state_budget", "must not be negative"),
         ("preset: deadline", "preset: deadline\nstate_budget: [10GB]", 13, "state_budget", "is not a size"),
+        ("preset: deadline", "preset: deadline\ncost: {stages: 1e9}", 13, "cost.stages",
+         "unknown cost constant 'stages'"),
+        ("preset: deadline", "preset: deadline\ncost:\n  network: 300\n  stage: -1", 15, "cost.stage",
+         "must be at least 0"),
+        ("preset: deadline", "preset: deadline\ncost: {executors: 2.5}", 13, "cost.executors",
+         "must be a whole number of at least 1"),
+        ("preset: deadline", "preset: deadline\ncost: {stage: fast}", 13, "cost.stage", "is not a number"),
     ],
 )
 def test_bad_specs(tmp_path: Path, old: str, new: str, line: int, key: str, message: str) -> None:
@@ -287,6 +296,13 @@ def test_bad_specs(tmp_path: Path, old: str, new: str, line: int, key: str, mess
     assert message in text
     assert "\n" not in text
     assert "pydantic" not in text and "Input should" not in text
+
+
+def test_cost_constants(tmp_path: Path) -> None:
+    assert load(tmp_path, SPEC).cost_constants == CostConstants()
+    spec = load(tmp_path, SPEC + "cost: {stage: 1e9, executors: 8}\n")
+    assert spec.cost_constants == dataclasses.replace(CostConstants(), stage=1e9, executors=8)
+    assert isinstance(spec.cost_constants.executors, int)
 
 
 def test_two_problems_get_a_line_each(tmp_path: Path) -> None:
@@ -432,8 +448,6 @@ def test_rows_landing_within_a_lag_of_their_key(tmp_path: Path) -> None:
     planner's bounds say how far back the keys of each interval's rows reach: on 6-hour time
     points, a 12-hour lag reaches two intervals further back than the row's own (but never
     before the cycle's first)."""
-    import datetime as dt
-
     from tempura.scheduler.planning import arrival_bounds
 
     text = SPEC.replace(SALES_ARRIVAL, SALES_ARRIVAL + "    key: order_id\n").replace(

@@ -7,6 +7,14 @@ up, and they are totally ordered: by CPU + IO + network, then by rows (the Hive 
 The constants follow the Hive seed (``CPUc = 1 ns``, ``NEt = 150·CPUc``, ``Lr = Lw = 4·NEt``,
 ``Hr = 1.5·Lr``, ``Hw = 10·Lw``), read for Spark: the *local* rates are shuffle files and the
 *distributed* ones table files and kept state. Every constant can be overridden.
+
+The Hive seed's formulas have no fixed cost, but Spark does: every stage schedules, serialises
+and launches a task per partition or file split, whatever its input's size. ``stage`` charges
+that once per stage-starting operator (a scan, a state read, an exchange, a broadcast, a gather,
+a state write). Its default stands for about 10 ms of executor CPU (a near-empty stage measured
+locally) at the model's scale: the Hive constants put between 100 and 800 model-nanoseconds on
+one nanosecond of executor CPU (the scenarios' recomputations at scale 1), 2 s is 10 ms at 200.
+It is what makes a plan of many small stages lose to one of few large ones on small data.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ class CostConstants:
     local_write: float = 600.0  # Lw: one byte written to local disk
     dfs_read: float = 900.0  # Hr: one byte read from table storage
     dfs_write: float = 6000.0  # Hw: one byte written to table storage (outputs, state)
+    stage: float = 2e9  # a stage's fixed work: scheduling and launching its tasks (see below)
     executors: int = 2  # copies of a broadcast relation
     partitions: int = 4  # shuffle partitions: partial aggregates emit up to this many rows per group
     broadcast_threshold: float = 10 * MIB  # Spark's autoBroadcastJoinThreshold

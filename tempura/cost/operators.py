@@ -19,6 +19,9 @@ In the Hive seed's spirit, adapted to Spark:
 - **Filter**: ``T(R) · CPUc`` (Hive); **Project**: one CPUc per computed value.
 - **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary.
 - **State write / read** (kept intermediate results): ``Hw · bytes`` and ``Hr · bytes``.
+- **Stages**: a scan, a state read, an exchange, a broadcast, a gather and a state write each
+  start a stage (or, for several scans in one stage, their own tasks), charged the fixed
+  ``stage`` cost on top of their per-byte and per-row work.
 
 Each function returns the operator's own cost, not its inputs'. Physical operators arrive with
 the memo; they call these same functions, so the costs compare across planners.
@@ -37,7 +40,7 @@ class SparkCosts:
         self.k = constants or CostConstants()
 
     def scan(self, out: RelStats) -> Cost:
-        return Cost(io=self.k.dfs_read * out.bytes, rows=out.rows)
+        return Cost(cpu=self.k.stage, io=self.k.dfs_read * out.bytes, rows=out.rows)
 
     def filter(self, source: RelStats, out: RelStats) -> Cost:
         return Cost(cpu=self.k.cpu * source.rows, rows=out.rows)
@@ -48,7 +51,7 @@ class SparkCosts:
     def shuffle(self, source: RelStats) -> Cost:
         k = self.k
         return Cost(
-            cpu=k.cpu * k.hash * source.rows,
+            cpu=k.stage + k.cpu * k.hash * source.rows,
             io=(k.local_write + k.local_read) * source.bytes,
             network=k.network * source.bytes,
             rows=source.rows,
@@ -56,7 +59,7 @@ class SparkCosts:
 
     def broadcast(self, source: RelStats) -> Cost:
         k = self.k
-        return Cost(network=k.network * source.bytes * k.executors, rows=source.rows)
+        return Cost(cpu=k.stage, network=k.network * source.bytes * k.executors, rows=source.rows)
 
     def sort(self, source: RelStats) -> Cost:
         return Cost(cpu=self.k.cpu * source.rows * log2(source.rows), rows=source.rows)
@@ -106,7 +109,7 @@ class SparkCosts:
 
     def gather(self, source: RelStats) -> Cost:
         """Moving a relation to one task (a global aggregate's final step, a global limit)."""
-        return Cost(network=self.k.network * source.bytes, rows=source.rows)
+        return Cost(cpu=self.k.stage, network=self.k.network * source.bytes, rows=source.rows)
 
     def union(self, out: RelStats) -> Cost:
         return Cost(rows=out.rows)
@@ -115,7 +118,7 @@ class SparkCosts:
         return Cost(cpu=self.k.cpu * out.rows, rows=out.rows)
 
     def state_write(self, state: RelStats) -> Cost:
-        return Cost(io=self.k.dfs_write * state.bytes, rows=state.rows)
+        return Cost(cpu=self.k.stage, io=self.k.dfs_write * state.bytes, rows=state.rows)
 
     def state_read(self, state: RelStats) -> Cost:
-        return Cost(io=self.k.dfs_read * state.bytes, rows=state.rows)
+        return Cost(cpu=self.k.stage, io=self.k.dfs_read * state.bytes, rows=state.rows)

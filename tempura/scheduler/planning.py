@@ -54,9 +54,11 @@ class Prepared:
         return Objective(self.spec.weights())
 
     def planner(self, constants: CostConstants | None = None) -> IncrementalPlanner:
+        """The planner of this spec's query, with the spec's cost constants unless ``constants``
+        are given."""
         bounds = self.bounds if self.bounds is not None else arrival_bounds(self.spec)
         return IncrementalPlanner(self.estimator, Arrival(self.arrival.fraction, self.arrival.insert_only, bounds),
-                                  constants)
+                                  constants if constants is not None else self.spec.cost_constants)
 
 
 def expected_empty(spec: StandingQuery, landed: int = 0) -> dict[str, set[int]]:

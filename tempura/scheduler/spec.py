@@ -32,6 +32,7 @@ A spec names the query, its sources, the schedule and the objective::
                                       # (B, kB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: of 1024)
     integrity: enforced               # enforced: keys and arrival 'with' are checked as rows land;
                                       # trusted: taken as declared, unchecked
+    cost: {stage: 1e9, executors: 8}  # optional: cost model constants for this query's planning
 
 pydantic checks each key's shape (unknown keys are errors); the rules that tie keys together
 (one query, increasing time points, one weight per time point, …) are checked after it. Every
@@ -52,6 +53,7 @@ from pydantic_core import ErrorDetails
 from sqlglot.dialects.dialect import Dialects
 
 from tempura.catalog import Catalog, Format, TableSource
+from tempura.cost.model import CostConstants
 from tempura.errors import TempuraError
 from tempura.tvr.arrival import ArrivalModel, SourceArrival
 from tempura.tvr.bounds import KeyRule, reach
@@ -134,6 +136,16 @@ def _number(raw: object) -> float:
     if not math.isfinite(raw):
         raise ValueError(f"{raw!r} is not a finite number")
     return float(raw)
+
+
+def _scientific(raw: object) -> float:
+    # YAML 1.1 reads 1e9 (no dot) as text; a cost constant may be written either way.
+    if isinstance(raw, str):
+        try:
+            raw = float(raw)
+        except ValueError:
+            raise ValueError(f"{raw!r} is not a number") from None
+    return _number(raw)
 
 
 def _non_empty(text: str) -> str:
@@ -359,6 +371,7 @@ class SpecFile(_Strict):
     output: OutputSpec | None = None
     spark: SparkSpec = SparkSpec()
     hooks: HooksSpec = HooksSpec()
+    cost: dict[str, Annotated[float, BeforeValidator(_scientific), Field(ge=0)]] = {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,8 +394,18 @@ def load_spec(path: str | Path) -> StandingQuery:
     _check_objective(document, model.objective, points.k)
     _check_expected(document, model, points.k)
     _check_paths(document, model)
+    _check_cost(document, model)
     budget_key = _located(document, ("state_budget",), "").removesuffix(": ") if model.state_budget is not None else None
     return StandingQuery(model, document.path, _query_text(document, model), budget_key)
+
+
+def _check_cost(document: YamlDocument, model: SpecFile) -> None:
+    """Each ``cost`` key names a cost constant and holds a value it accepts."""
+    for name, value in model.cost.items():
+        try:
+            CostConstants.from_mapping({name: value})
+        except TempuraError as error:
+            _fail(document, ("cost", name), str(error))
 
 
 def _load_document(path: Path) -> YamlDocument:
@@ -786,6 +809,12 @@ class StandingQuery:
         """A range query's window length, or ``None``."""
         window = self.model.schedule.range
         return window.length if window is not None else None
+
+    @property
+    def cost_constants(self) -> CostConstants:
+        """The cost model's constants for planning this query: the defaults, with the spec's
+        ``cost`` overrides."""
+        return CostConstants.from_mapping(self.model.cost)
 
     @property
     def margin(self) -> float | None:
