@@ -618,13 +618,13 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
     if fragments:
         detail = Table(title="fragments: estimated against measured")
         for column in ("cycle", "t", "fragment", "method", "output", "est. rows", "rows out", "rows in", "est. s", "cpu s",
-                       "wall s", "bytes in", "bytes out"):
+                       "wall s", "stages", "bytes in", "bytes out"):
             detail.add_column(column)
         for f in history.fragments():
             detail.add_row(f["cycle"], str(f["time_index"]), f["fragment"], f["method"] + (" (stream)" if f["streaming"] else ""),
                            f["output"], f"{f['estimated_rows']:.4g}", str(f["rows_out"]), str(f["rows_in"]),
                            f"{f['estimated_seconds']:.3g}", f"{f['cpu_seconds']:.3g}", f"{f['wall_seconds']:.3g}",
-                           str(f["bytes_in"]), str(f["bytes_out"]))
+                           "" if f["stages"] is None else str(f["stages"]), str(f["bytes_in"]), str(f["bytes_out"]))
         console.print(detail)
 
 

@@ -15,7 +15,7 @@ from scenarios import copy_scenario
 from scenarios.sales_returns.generate import generate
 from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
-from tempura.scheduler.history import History
+from tempura.scheduler.history import FRAGMENT_COLUMNS, History
 from tempura.scheduler.runner import Runner
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
@@ -79,7 +79,33 @@ def test_every_method_delivers_the_reference_at_every_time_point(method: str, sp
     history = History(runner.store.history_path)
     assert [row["time_index"] for row in history.runs()] == [1, 2, 3, 4]
     assert all(row["replanned"] for row in history.runs()[:3])
-    assert history.fragments()
+    recorded = history.fragments()
+    assert len(recorded) == sum(len(r.manifest["fragments"]) for r in results)
+    assert all(f["jobs"] >= 1 and f["stages"] >= 1 for f in recorded), recorded  # every fragment runs Spark work
+
+
+def test_a_history_from_before_the_stage_columns_gains_them(tmp_path: Path) -> None:
+    """A history whose fragments table has no jobs and stages columns (as written before they
+    existed) keeps its rows and records new ones with them."""
+    import sqlite3
+
+    path = tmp_path / "history.sqlite"
+    columns = ", ".join(c for c in FRAGMENT_COLUMNS if c not in ("jobs", "stages"))
+    with sqlite3.connect(path) as db:
+        db.execute(f"CREATE TABLE fragments ({columns}, PRIMARY KEY (cycle, time_index, fragment))")
+        db.execute(f"INSERT INTO fragments ({columns}) VALUES ({', '.join('?' * 16)})",
+                   ("c0", 1, "f1", "batch", "SS[1]", "result", 0, 10.0, 0.5, 10, 10, 1.0, 0.2, 100, 100, 0))
+    db.close()
+    history = History(path)
+    fragment = {"id": "f1", "method": "ivm", "form": "SD[1,2]", "output": "result", "streaming": False,
+                "estimated_rows": 5.0, "estimated_seconds": 0.1, "rows_in": 5, "rows_out": 5, "wall_seconds": 0.5,
+                "cpu_seconds": 0.1, "bytes_in": 50, "bytes_out": 50, "shuffle_bytes": 0, "jobs": 2, "stages": 3}
+    run = {"mode": "simulate", "method": "ivm", "plan_id": "p", "estimated_seconds": 0.1, "wall_seconds": 0.5,
+           "cpu_seconds": 0.1, "rows_landed": 5, "late_rows": 0, "rejected_rows": 0}
+    history.record_run({"cycle": "c0", "index": 2, "time": 2, "committed_at": "now", "run": run, "fragments": [fragment]})
+    old, new = history.fragments("c0")
+    assert (old["fragment"], old["method"], old["jobs"], old["stages"]) == ("f1", "batch", None, None)
+    assert (new["time_index"], new["method"], new["jobs"], new["stages"]) == (2, "ivm", 2, 3)
 
 
 def test_a_committed_time_point_is_not_run_again(spark: Any, scenario: Path, tmp_path: Path) -> None:

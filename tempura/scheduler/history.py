@@ -6,7 +6,8 @@ Three tables:
   ran, the plan's estimated cost at that time point, measured wall and executor CPU time, rows
   landed, and whether the remaining time points were re-planned, with the reason;
 - ``fragments``: per fragment of a run, estimated rows and seconds against measured rows, wall
-  time, CPU time, bytes read and written;
+  time, CPU time, bytes read and written, and the Spark jobs and stages it ran (each stage costs a
+  fixed amount whatever its input: ``docs/statistics.md``);
 - ``plans``: each plan the job adopted, with its cost vector and objective, and why.
 
 Rows are written in one transaction per committed time point, after its manifest: if the process
@@ -60,6 +61,8 @@ CREATE TABLE IF NOT EXISTS fragments (
     bytes_in INTEGER,
     bytes_out INTEGER,
     shuffle_bytes INTEGER,
+    jobs INTEGER,
+    stages INTEGER,
     PRIMARY KEY (cycle, time_index, fragment)
 );
 CREATE TABLE IF NOT EXISTS plans (
@@ -75,6 +78,23 @@ CREATE TABLE IF NOT EXISTS plans (
 """
 
 
+FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output", "streaming", "estimated_rows",
+                    "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
+                    "shuffle_bytes", "jobs", "stages")
+# Columns the schema gained later, with their types: a history written before them
+# gets them (NULL in its old rows) when it is next opened.
+ADDED_COLUMNS = {"fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"))}
+
+
+def _add_missing_columns(connection: sqlite3.Connection) -> None:
+    for table, columns in ADDED_COLUMNS.items():
+        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns:
+            if name not in present:
+                with connection:
+                    connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+
 class History:
     """The SQLite run history at ``path``."""
 
@@ -85,6 +105,7 @@ class History:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.path)
         connection.executescript(SCHEMA)
+        _add_missing_columns(connection)
         return connection
 
     def record_plan(self, plan_id: str, cycle: str, from_index: int, method: str, vector: Iterable[float],
@@ -106,10 +127,11 @@ class History:
             )
             db.execute("DELETE FROM fragments WHERE cycle = ? AND time_index = ?", (manifest["cycle"], manifest["index"]))
             db.executemany(
-                "INSERT INTO fragments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO fragments ({', '.join(FRAGMENT_COLUMNS)}) VALUES ({', '.join('?' * len(FRAGMENT_COLUMNS))})",
                 [(manifest["cycle"], manifest["index"], f["id"], f["method"], f["form"], f["output"], int(f["streaming"]),
                   f["estimated_rows"], f["estimated_seconds"], f["rows_in"], f["rows_out"], f["wall_seconds"],
-                  f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"]) for f in manifest["fragments"]],
+                  f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"], f.get("jobs"), f.get("stages"))
+                 for f in manifest["fragments"]],
             )
 
     def set_replan(self, cycle: str, index: int, changed: bool, reason: str) -> None:
