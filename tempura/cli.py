@@ -665,6 +665,7 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
         budget = parse_size(state_budget) if state_budget is not None else None
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--state-budget") from None
+    constants = _cost_constants(cost, loaded.model.cost)  # before any statistics are collected
     # the statistics the job plans with: collected as 'tempura run' would, where the sources'
     # files have none yet (or changed since)
     stats_root = job_folder(workdir, loaded)
@@ -681,7 +682,6 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     options = MqoOptions(selector=selector, budget=budget)
     if ilp_limit is not None:
         options = dataclasses.replace(options, ilp_limit=ilp_limit)
-    constants = _cost_constants(cost, loaded.model.cost)
     plans = plan_spec(prepared, METHOD_CHOICES, no_rule, output, constants=constants, mqo=options, errors=errors)
     if method not in plans:
         if method in errors:

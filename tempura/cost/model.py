@@ -10,9 +10,10 @@ The constants follow the Hive seed (``CPUc = 1 ns``, ``NEt = 150·CPUc``, ``Lr =
 
 The Hive seed's formulas have no fixed cost, but Spark does: every stage schedules, serialises
 and launches a task per partition or file split, whatever its input's size. ``stage`` charges
-that once per stage-starting operator (a scan, a state read, an exchange, a broadcast, a gather,
-a state write). Its default stands for about 10 ms of executor CPU (a near-empty stage measured
-locally) at the model's scale: the Hive constants put between 100 and 800 model-nanoseconds on
+that once per stage-starting operator (a scan, a state read, an exchange, a gather, a state
+write; see ``operators.py``). Its default, in nanoseconds of model time like every constant,
+stands for about 10 ms of executor CPU (a near-empty stage measured locally) at the model's
+scale: the Hive constants put between 100 and 800 model-nanoseconds on
 one nanosecond of executor CPU (the scenarios' recomputations at scale 1), 2 s is 10 ms at 200.
 It is what makes a plan of many small stages lose to one of few large ones on small data.
 """

@@ -19,9 +19,13 @@ In the Hive seed's spirit, adapted to Spark:
 - **Filter**: ``T(R) · CPUc`` (Hive); **Project**: one CPUc per computed value.
 - **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary.
 - **State write / read** (kept intermediate results): ``Hw · bytes`` and ``Hr · bytes``.
-- **Stages**: a scan, a state read, an exchange, a broadcast, a gather and a state write each
-  start a stage (or, for several scans in one stage, their own tasks), charged the fixed
-  ``stage`` cost on top of their per-byte and per-row work.
+- **Stages**: a scan or state read (its stage, or its own tasks in a stage it shares with other
+  reads), an exchange or gather (the stage reading it) and a state write (the job of the
+  fragment keeping it; a delivery's job is the same for every plan) each pay the fixed ``stage``
+  cost on top of their per-byte and per-row work. A broadcast pays none: its job runs the build
+  side's stage. A shuffled join pays for the stages of both its exchanges where Spark reads them
+  in one: an overcount of one stage that leans towards broadcast joins, which small inputs take
+  anyway.
 
 Each function returns the operator's own cost, not its inputs'. Physical operators arrive with
 the memo; they call these same functions, so the costs compare across planners.
@@ -59,7 +63,8 @@ class SparkCosts:
 
     def broadcast(self, source: RelStats) -> Cost:
         k = self.k
-        return Cost(cpu=k.stage, network=k.network * source.bytes * k.executors, rows=source.rows)
+        # no stage of its own: the build side's stage (charged by its scan) is the broadcast job's
+        return Cost(network=k.network * source.bytes * k.executors, rows=source.rows)
 
     def sort(self, source: RelStats) -> Cost:
         return Cost(cpu=self.k.cpu * source.rows * log2(source.rows), rows=source.rows)

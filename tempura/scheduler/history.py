@@ -91,8 +91,12 @@ def _add_missing_columns(connection: sqlite3.Connection) -> None:
         present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
         for name, kind in columns:
             if name not in present:
-                with connection:
-                    connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                try:
+                    with connection:
+                        connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                except sqlite3.OperationalError as error:  # another process added it first
+                    if "duplicate column" not in str(error):
+                        raise
 
 
 class History:
