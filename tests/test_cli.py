@@ -96,9 +96,9 @@ def test_cost_constants_from_the_command_line(catalog: Path, tmp_path: Path) -> 
     sql = "SELECT n_name FROM nation"
     default = json.loads(CliRunner().invoke(main, [*base, sql]).output)["cost_ns"]
     doubled = json.loads(CliRunner().invoke(main, [*base, "--cost", "dfs_read=1800", sql]).output)["cost_ns"]
-    assert doubled - 2e9 == pytest.approx(2 * (default - 2e9))  # a scan costs a stage, plus Hr per byte
+    assert doubled - 1e9 == pytest.approx(2 * (default - 1e9))  # a scan costs a stage, plus Hr per byte
     seed = json.loads(CliRunner().invoke(main, [*base, "--cost", "stage=0", sql]).output)["cost_ns"]
-    assert seed == pytest.approx(default - 2e9)
+    assert seed == pytest.approx(default - 1e9)
     for bad, message in (("bogus=1", "unknown cost constant 'bogus'"), ("network", "--cost takes NAME=VALUE"), ("cpu=-1", "'cpu' must be")):
         result = CliRunner().invoke(main, [*base, "--cost", bad, sql])
         assert result.exit_code == 2 and message in result.output, result.output

@@ -283,7 +283,7 @@ def test_operators_that_start_a_stage_pay_its_fixed_cost_once() -> None:
     is the build side's stage), sorts, filters, hash joins (without their exchanges), unions and
     limits run inside one."""
     with_stage, without = SparkCosts(CostConstants()), C
-    stage = 2e9
+    stage = 1e9
     assert CostConstants().stage == stage
     starts = {
         "scan": 1, "shuffle": 1, "broadcast": 0, "gather": 1, "state_write": 1, "state_read": 1,

@@ -14,8 +14,10 @@ that once per stage-starting operator (a scan, a state read, an exchange, a gath
 write; see ``operators.py``). Its default, in nanoseconds of model time like every constant,
 stands for about 10 ms of executor CPU (a near-empty stage measured locally) at the model's
 scale: the Hive constants put between 100 and 800 model-nanoseconds on
-one nanosecond of executor CPU (the scenarios' recomputations at scale 1), 2 s is 10 ms at 200.
-It is what makes a plan of many small stages lose to one of few large ones on small data.
+one nanosecond of executor CPU (the scenarios' recomputations at scale 1; as few as 12 for the
+range report), 1 s is 10 ms at 100, the low end: the fixed cost decides only where plans differ
+by many stages. It is what makes a plan of many small stages lose to one of few large ones on
+small data.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class CostConstants:
     local_write: float = 600.0  # Lw: one byte written to local disk
     dfs_read: float = 900.0  # Hr: one byte read from table storage
     dfs_write: float = 6000.0  # Hw: one byte written to table storage (outputs, state)
-    stage: float = 2e9  # a stage's fixed work: scheduling and launching its tasks (see below)
+    stage: float = 1e9  # a stage's fixed work: scheduling and launching its tasks (see below)
     executors: int = 2  # copies of a broadcast relation
     partitions: int = 4  # shuffle partitions: partial aggregates emit up to this many rows per group
     broadcast_threshold: float = 10 * MIB  # Spark's autoBroadcastJoinThreshold
