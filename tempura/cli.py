@@ -596,6 +596,7 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
     from rich.table import Table
 
     from tempura.scheduler import load_spec
+    from tempura.scheduler.calibration import calibrated
     from tempura.scheduler.history import History
     from tempura.scheduler.runner import job_folder
 
@@ -618,14 +619,18 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
     if fragments:
         detail = Table(title="fragments: estimated against measured")
         for column in ("cycle", "t", "fragment", "method", "output", "est. rows", "rows out", "rows in", "est. s", "cpu s",
-                       "wall s", "stages", "bytes in", "bytes out"):
+                       "wall s", "est. stages", "stages", "bytes in", "bytes out"):
             detail.add_column(column)
         for f in history.fragments():
             detail.add_row(f["cycle"], str(f["time_index"]), f["fragment"], f["method"] + (" (stream)" if f["streaming"] else ""),
                            f["output"], f"{f['estimated_rows']:.4g}", str(f["rows_out"]), str(f["rows_in"]),
                            f"{f['estimated_seconds']:.3g}", f"{f['cpu_seconds']:.3g}", f"{f['wall_seconds']:.3g}",
+                           "" if f["estimated_stages"] is None else f"{f['estimated_stages']:.0f}",
                            "" if f["stages"] is None else str(f["stages"]), str(f["bytes_in"]), str(f["bytes_out"]))
         console.print(detail)
+    _, calibration = calibrated(loaded.cost_constants, loaded.model.cost, history.fragments())
+    click.echo(calibration.describe(loaded.cost_constants.stage) if calibration is not None
+               else f"stage cost set by the spec: {loaded.cost_constants.stage / 1e9:.3g} s per stage")
 
 
 @main.command("plan")
@@ -654,7 +659,10 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     states (when each is saved, who reads it, its size, what chose it), estimated rows and cost,
     and every method's cost vector and objective side by side."""
     from tempura.mqo import MqoOptions
+    from tempura.runtime.store import JobStore
     from tempura.scheduler import load_spec
+    from tempura.scheduler.calibration import calibrated
+    from tempura.scheduler.history import History
     from tempura.scheduler.planning import analyze_sources, job_folder, needs_spark, plan_spec, prepare, stale_sources
     from tempura.scheduler.spec import parse_size
     from tempura.stats.store import file_state
@@ -669,6 +677,9 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     # the statistics the job plans with: collected as 'tempura run' would, where the sources'
     # files have none yet (or changed since)
     stats_root = job_folder(workdir, loaded)
+    # and the stage cost its run history supports, unless the spec or --cost sets it
+    pinned = set(loaded.model.cost) | {item.split("=", 1)[0].strip() for item in cost}
+    constants, calibration = calibrated(constants, pinned, History(JobStore(stats_root).history_path).fragments())
     readable = [name for name, table in loaded.catalog().tables.items() if file_state(table) is not None]
     stale = [name for name in stale_sources(loaded, stats_root) if name in readable]
     spark = None
@@ -688,6 +699,8 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
             raise errors[method]
         raise TempuraError(f"method {method} has no plan for this query and output ({output})")
     chosen = plans[method]
+    if calibration is not None and (calibration.stage is not None or calibration.fragments > 0):
+        chosen.notes.append(calibration.describe(loaded.cost_constants.stage))
     if fmt == "json":
         data = chosen.to_json()
         data["alternatives"] = {m: p.summary() for m, p in plans.items()}

@@ -341,6 +341,7 @@ class IncrementalPlanner(Planner):
             state_budget=mqo.budget,
             floor=resume.floor,
             inputs=sorted(extractor.inputs),
+            constants=self.costs.k,
             search={
                 "template_groups": found.template_groups,
                 "groups": groups,

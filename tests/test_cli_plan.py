@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from historyfile import SHAPES, write_history
 from tempura.cli import main
 
 SPEC = """\
@@ -176,3 +177,19 @@ def test_plan_uses_the_statistics_the_run_plans_with(spec: Path, spark: object) 
     assert sorted(p.name for p in stats.glob("*.json")) == ["returns.json", "sales.json"]
     final = [line for line in text.splitlines() if "HashAggregate final keys=[category]" in line]
     assert final and all(" rows=3 " in line for line in final), final
+
+
+def test_the_job_history_calibrates_the_stage_cost(spec: Path) -> None:
+    """With a run history whose fragments measured 1 ms of CPU per model second and 50 ms per
+    stage, the plan is made with 50 s per stage and says so; the spec or ``--cost`` pins it."""
+    default = json.loads(plan(spec, "--format", "json"))
+    assert default["cost_constants"]["stage"] == 1e9
+    write_history(spec.parent / "w" / "jobs" / "gross_by_category" / "history.sqlite", alpha=1e-3, beta=0.05)
+    calibrated = json.loads(plan(spec, "--format", "json"))
+    assert calibrated["cost_constants"]["stage"] == pytest.approx(50e9)
+    assert any(n.startswith(f"stage cost calibrated from {len(SHAPES)} fragments: 50 s per stage") for n in calibrated["notes"])
+    assert calibrated["objective"]["total_ns"] > default["objective"]["total_ns"]
+    pinned = json.loads(plan(spec, "--format", "json", "--cost", "stage=2e9"))
+    assert pinned["cost_constants"]["stage"] == 2e9 and not any("stage cost" in n for n in pinned["notes"])
+    spec.write_text(SPEC + "cost: {stage: 3e9}\n", encoding="utf-8")
+    assert json.loads(plan(spec, "--format", "json"))["cost_constants"]["stage"] == 3e9

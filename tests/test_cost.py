@@ -281,7 +281,7 @@ def test_gather_union_and_limit() -> None:
 def test_operators_that_start_a_stage_pay_its_fixed_cost_once() -> None:
     """Scans, state reads and writes, exchanges and gathers start a stage; broadcasts (their job
     is the build side's stage), sorts, filters, hash joins (without their exchanges), unions and
-    limits run inside one."""
+    limits run inside one. The cost counts the stages it charged, for calibration."""
     with_stage, without = SparkCosts(CostConstants()), C
     stage = 1e9
     assert CostConstants().stage == stage
@@ -298,6 +298,7 @@ def test_operators_that_start_a_stage_pay_its_fixed_cost_once() -> None:
         paid, seed_only = getattr(with_stage, name)(*args), getattr(without, name)(*args)
         assert paid.cpu - seed_only.cpu == pytest.approx(stages * stage), name
         assert (paid.io, paid.network, paid.rows) == (seed_only.io, seed_only.network, seed_only.rows), name
+        assert paid.stages == seed_only.stages == stages, name  # the count, whatever the constant
 
 
 def test_sort_is_n_log2_n() -> None:

@@ -6,16 +6,18 @@ states are deleted after their last read."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from historyfile import SHAPES, write_history
 from scenarios import copy_scenario
 from scenarios.sales_returns.generate import generate
 from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
-from tempura.scheduler.history import FRAGMENT_COLUMNS, History
+from tempura.scheduler.history import ADDED_COLUMNS, FRAGMENT_COLUMNS, History
 from tempura.scheduler.runner import Runner
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
@@ -85,12 +87,14 @@ def test_every_method_delivers_the_reference_at_every_time_point(method: str, sp
 
 
 def test_a_history_from_before_the_stage_columns_gains_them(tmp_path: Path) -> None:
-    """A history whose fragments table has no jobs and stages columns (as written before they
-    existed) keeps its rows and records new ones with them."""
+    """A history whose fragments table has none of the columns added since (jobs and stages run,
+    stages estimated: as written before they existed) keeps its rows and records new ones with
+    them."""
     import sqlite3
 
     path = tmp_path / "history.sqlite"
-    columns = ", ".join(c for c in FRAGMENT_COLUMNS if c not in ("jobs", "stages"))
+    added = {name for name, _ in ADDED_COLUMNS["fragments"]}
+    columns = ", ".join(c for c in FRAGMENT_COLUMNS if c not in added)
     with sqlite3.connect(path) as db:
         db.execute(f"CREATE TABLE fragments ({columns}, PRIMARY KEY (cycle, time_index, fragment))")
         db.execute(f"INSERT INTO fragments ({columns}) VALUES ({', '.join('?' * 16)})",
@@ -99,13 +103,56 @@ def test_a_history_from_before_the_stage_columns_gains_them(tmp_path: Path) -> N
     history = History(path)
     fragment = {"id": "f1", "method": "ivm", "form": "SD[1,2]", "output": "result", "streaming": False,
                 "estimated_rows": 5.0, "estimated_seconds": 0.1, "rows_in": 5, "rows_out": 5, "wall_seconds": 0.5,
-                "cpu_seconds": 0.1, "bytes_in": 50, "bytes_out": 50, "shuffle_bytes": 0, "jobs": 2, "stages": 3}
+                "cpu_seconds": 0.1, "bytes_in": 50, "bytes_out": 50, "shuffle_bytes": 0, "jobs": 2, "stages": 3,
+                "estimated_stages": 4, "estimated_fixed_seconds": 0.04}
     run = {"mode": "simulate", "method": "ivm", "plan_id": "p", "estimated_seconds": 0.1, "wall_seconds": 0.5,
            "cpu_seconds": 0.1, "rows_landed": 5, "late_rows": 0, "rejected_rows": 0}
     history.record_run({"cycle": "c0", "index": 2, "time": 2, "committed_at": "now", "run": run, "fragments": [fragment]})
     old, new = history.fragments("c0")
-    assert (old["fragment"], old["method"], old["jobs"], old["stages"]) == ("f1", "batch", None, None)
+    assert (old["fragment"], old["method"], old["jobs"], old["stages"], old["estimated_stages"]) == ("f1", "batch", None, None, None)
     assert (new["time_index"], new["method"], new["jobs"], new["stages"]) == (2, "ivm", 2, 3)
+    assert (new["estimated_stages"], new["estimated_fixed_seconds"]) == (4, 0.04)
+
+
+STAGE_STARTS = re.compile(r"^\s*(SourceRead|LoadState|Exchange) ", re.MULTILINE)
+
+
+@pytest.mark.parametrize("method", ["ivm", "ojv"])
+def test_each_fragment_records_the_stages_its_estimate_charged(method: str, cycles: dict[str, tuple[Runner, list[Any]]]) -> None:
+    """The history splits each fragment's estimate into the stages it charged (its reads,
+    exchanges and state write: counted here from the printed plan) and their share, at the
+    stage cost of the plan that ran it."""
+    runner, results = cycles[method]
+    recorded = {(row["time_index"], row["fragment"]): row for row in History(runner.store.history_path).fragments()}
+    assert recorded
+    for result in results:
+        plan = runner._plans[(result.manifest["cycle"], result.index)]
+        for fragment in plan.at(result.index):
+            row = recorded[(result.index, fragment.id)]
+            counted = len(STAGE_STARTS.findall(fragment.physical)) + (1 if fragment.keeps else 0)
+            assert row["estimated_stages"] == counted, fragment.physical
+            assert row["estimated_fixed_seconds"] == pytest.approx(counted * plan.constants.stage / 1e9)
+            assert 0 < row["estimated_fixed_seconds"] <= row["estimated_seconds"]
+
+
+def test_the_next_planning_uses_the_stage_cost_the_history_supports(fast_spark: Any, scenario: Path, tmp_path: Path) -> None:
+    """A job whose history measured 1 ms of CPU per model second and 50 ms per stage plans with
+    50 s per stage and gives it as a reason; a spec that sets the stage cost keeps it."""
+    spec = load_spec(scenario)
+    runner = Runner(spec, fast_spark, tmp_path, "auto", simulate=True)
+    write_history(runner.store.history_path, alpha=1e-3, beta=0.05)
+    plan, reasons = runner._planned(spec.cycle(0), 1, {}, None)
+    assert plan.constants.stage == pytest.approx(50e9)
+    assert [r for r in reasons if r.startswith(f"stage cost calibrated from {len(SHAPES)} fragments: 50 s per stage")]
+    again, reasons = runner._planned(spec.cycle(0), 2, {}, None)
+    assert again.constants.stage == pytest.approx(50e9) and not [r for r in reasons if "stage cost" in r]  # no news
+
+    pinned_spec = scenario.parent / "pinned.yaml"
+    pinned_spec.write_text(scenario.read_text() + "cost: {stage: 2e9}\n")
+    pinned = Runner(load_spec(pinned_spec), fast_spark, tmp_path, "auto", simulate=True)
+    assert pinned.store.history_path == runner.store.history_path
+    plan, reasons = pinned._planned(spec.cycle(0), 1, {}, None)
+    assert plan.constants.stage == 2e9 and not [r for r in reasons if "stage cost" in r]
 
 
 def test_a_committed_time_point_is_not_run_again(spark: Any, scenario: Path, tmp_path: Path) -> None:

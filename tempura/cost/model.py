@@ -76,26 +76,30 @@ class CostConstants:
 @total_ordering
 @dataclass(frozen=True)
 class Cost:
-    """CPU, IO and network nanoseconds, and the rows produced."""
+    """CPU, IO and network nanoseconds, the rows produced, and the stages charged (how many
+    fixed ``stage`` costs the time includes: what calibration separates from the per-byte and
+    per-row work; it takes no part in comparisons)."""
 
     cpu: float = 0.0
     io: float = 0.0
     network: float = 0.0
     rows: float = 0.0
+    stages: float = 0.0
 
     @property
     def total(self) -> float:
         return self.cpu + self.io + self.network
 
     def __add__(self, other: Cost) -> Cost:
-        return Cost(self.cpu + other.cpu, self.io + other.io, self.network + other.network, self.rows + other.rows)
+        return Cost(self.cpu + other.cpu, self.io + other.io, self.network + other.network, self.rows + other.rows,
+                    self.stages + other.stages)
 
     def with_rows(self, rows: float) -> Cost:
         """The same time with ``rows`` as the output: a composite operator produces its last step's rows."""
-        return Cost(self.cpu, self.io, self.network, rows)
+        return Cost(self.cpu, self.io, self.network, rows, self.stages)
 
     def scaled(self, factor: float) -> Cost:
-        return Cost(self.cpu * factor, self.io * factor, self.network * factor, self.rows * factor)
+        return Cost(self.cpu * factor, self.io * factor, self.network * factor, self.rows * factor, self.stages * factor)
 
     def _order(self) -> tuple[float, float]:
         return (self.total, self.rows)

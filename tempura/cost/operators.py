@@ -44,7 +44,7 @@ class SparkCosts:
         self.k = constants or CostConstants()
 
     def scan(self, out: RelStats) -> Cost:
-        return Cost(cpu=self.k.stage, io=self.k.dfs_read * out.bytes, rows=out.rows)
+        return Cost(cpu=self.k.stage, io=self.k.dfs_read * out.bytes, rows=out.rows, stages=1)
 
     def filter(self, source: RelStats, out: RelStats) -> Cost:
         return Cost(cpu=self.k.cpu * source.rows, rows=out.rows)
@@ -59,6 +59,7 @@ class SparkCosts:
             io=(k.local_write + k.local_read) * source.bytes,
             network=k.network * source.bytes,
             rows=source.rows,
+            stages=1,
         )
 
     def broadcast(self, source: RelStats) -> Cost:
@@ -114,7 +115,7 @@ class SparkCosts:
 
     def gather(self, source: RelStats) -> Cost:
         """Moving a relation to one task (a global aggregate's final step, a global limit)."""
-        return Cost(cpu=self.k.stage, network=self.k.network * source.bytes, rows=source.rows)
+        return Cost(cpu=self.k.stage, network=self.k.network * source.bytes, rows=source.rows, stages=1)
 
     def union(self, out: RelStats) -> Cost:
         return Cost(rows=out.rows)
@@ -123,7 +124,7 @@ class SparkCosts:
         return Cost(cpu=self.k.cpu * out.rows, rows=out.rows)
 
     def state_write(self, state: RelStats) -> Cost:
-        return Cost(cpu=self.k.stage, io=self.k.dfs_write * state.bytes, rows=state.rows)
+        return Cost(cpu=self.k.stage, io=self.k.dfs_write * state.bytes, rows=state.rows, stages=1)
 
     def state_read(self, state: RelStats) -> Cost:
-        return Cost(cpu=self.k.stage, io=self.k.dfs_read * state.bytes, rows=state.rows)
+        return Cost(cpu=self.k.stage, io=self.k.dfs_read * state.bytes, rows=state.rows, stages=1)

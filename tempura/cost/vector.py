@@ -72,16 +72,17 @@ class CostVector:
     in its inner loop, so the entries are plain floats and the totals are computed once.
     """
 
-    __slots__ = ("times", "objective", "rows", "weighted", "work", "total")
+    __slots__ = ("times", "objective", "rows", "weighted", "work", "total", "stages")
 
     def __init__(self, times: tuple[float, ...], objective: Objective, rows: float = 0.0,
-                 weighted: float | None = None, work: float | None = None) -> None:
+                 weighted: float | None = None, work: float | None = None, stages: float = 0.0) -> None:
         self.times = times
         self.objective = objective
         self.rows = rows
         self.weighted = objective.value(times) if weighted is None else weighted
         self.work = sum(times) if work is None else work
         self.total = self.weighted + TIE * self.work
+        self.stages = stages  # the fixed stage costs included, over all time points (see Cost.stages)
 
     @staticmethod
     def at(time: int, cost: Cost, objective: Objective) -> CostVector:
@@ -89,7 +90,7 @@ class CostVector:
         times = [0.0] * objective.k
         spent = cost.total
         times[time - 1] = spent
-        return CostVector(tuple(times), objective, cost.rows, objective.weights[time - 1] * spent, spent)
+        return CostVector(tuple(times), objective, cost.rows, objective.weights[time - 1] * spent, spent, cost.stages)
 
     @staticmethod
     def zero(objective: Objective) -> CostVector:
@@ -97,10 +98,10 @@ class CostVector:
 
     def __add__(self, other: CostVector) -> CostVector:
         return CostVector(tuple(a + b for a, b in zip(self.times, other.times)), self.objective, self.rows + other.rows,
-                          self.weighted + other.weighted, self.work + other.work)
+                          self.weighted + other.weighted, self.work + other.work, self.stages + other.stages)
 
     def with_rows(self, rows: float) -> CostVector:
-        return CostVector(self.times, self.objective, rows, self.weighted, self.work)
+        return CostVector(self.times, self.objective, rows, self.weighted, self.work, self.stages)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CostVector) and self.times == other.times and self.objective == other.objective
@@ -115,4 +116,4 @@ class CostVector:
         return "[" + ", ".join(format_time(t) for t in self.times) + f"] objective={format_time(self.weighted)}"
 
     def to_json(self) -> dict[str, object]:
-        return {"vector_ns": list(self.times), "objective_ns": self.weighted, "work_ns": self.work}
+        return {"vector_ns": list(self.times), "objective_ns": self.weighted, "work_ns": self.work, "stages": self.stages}

@@ -78,11 +78,14 @@ class FragmentRun:
     estimated_rows: float
     estimated_seconds: float
     metrics: WorkMetrics
+    estimated_stages: float = 0.0  # the fixed stage costs the estimate includes
+    estimated_fixed_seconds: float = 0.0  # their share of ``estimated_seconds``
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "time": self.time, "method": self.method, "form": self.form, "output": self.output,
                 "streaming": self.streaming, "estimated_rows": self.estimated_rows,
-                "estimated_seconds": self.estimated_seconds, **self.metrics.to_json()}
+                "estimated_seconds": self.estimated_seconds, "estimated_stages": self.estimated_stages,
+                "estimated_fixed_seconds": self.estimated_fixed_seconds, **self.metrics.to_json()}
 
 
 @dataclass
@@ -186,7 +189,8 @@ class DurableExecutor:
         elif fragment.delivers:
             metrics.rows_out = metrics.rows_written
         return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
-                           fragment.cost.times[index - 1] / 1e9, metrics)
+                           fragment.cost.times[index - 1] / 1e9, metrics, fragment.cost.stages,
+                           fragment.cost.stages * plan.constants.stage / 1e9)
 
     def _commit(self, frame: DataFrame, pending: Path, final: Path | str, fmt: str = "parquet") -> None:
         """Write ``frame`` to ``pending``, then put it in place of whatever an uncommitted attempt

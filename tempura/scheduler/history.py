@@ -6,8 +6,9 @@ Three tables:
   ran, the plan's estimated cost at that time point, measured wall and executor CPU time, rows
   landed, and whether the remaining time points were re-planned, with the reason;
 - ``fragments``: per fragment of a run, estimated rows and seconds against measured rows, wall
-  time, CPU time, bytes read and written, and the Spark jobs and stages it ran (each stage costs a
-  fixed amount whatever its input: ``docs/statistics.md``);
+  time, CPU time, bytes read and written, and the Spark jobs and stages it ran against the stages
+  the estimate charged and their share of it (each stage costs a fixed amount whatever its input:
+  ``docs/statistics.md``; :mod:`tempura.scheduler.calibration` fits that amount to these rows);
 - ``plans``: each plan the job adopted, with its cost vector and objective, and why.
 
 Rows are written in one transaction per committed time point, after its manifest: if the process
@@ -63,6 +64,8 @@ CREATE TABLE IF NOT EXISTS fragments (
     shuffle_bytes INTEGER,
     jobs INTEGER,
     stages INTEGER,
+    estimated_stages REAL,
+    estimated_fixed_seconds REAL,
     PRIMARY KEY (cycle, time_index, fragment)
 );
 CREATE TABLE IF NOT EXISTS plans (
@@ -80,10 +83,11 @@ CREATE TABLE IF NOT EXISTS plans (
 
 FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output", "streaming", "estimated_rows",
                     "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
-                    "shuffle_bytes", "jobs", "stages")
+                    "shuffle_bytes", "jobs", "stages", "estimated_stages", "estimated_fixed_seconds")
 # Columns the schema gained later, with their types: a history written before them
 # gets them (NULL in its old rows) when it is next opened.
-ADDED_COLUMNS = {"fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"))}
+ADDED_COLUMNS = {"fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"), ("estimated_stages", "REAL"),
+                               ("estimated_fixed_seconds", "REAL"))}
 
 
 def _add_missing_columns(connection: sqlite3.Connection) -> None:
@@ -134,7 +138,8 @@ class History:
                 f"INSERT INTO fragments ({', '.join(FRAGMENT_COLUMNS)}) VALUES ({', '.join('?' * len(FRAGMENT_COLUMNS))})",
                 [(manifest["cycle"], manifest["index"], f["id"], f["method"], f["form"], f["output"], int(f["streaming"]),
                   f["estimated_rows"], f["estimated_seconds"], f["rows_in"], f["rows_out"], f["wall_seconds"],
-                  f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"], f.get("jobs"), f.get("stages"))
+                  f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"], f.get("jobs"), f.get("stages"),
+                  f.get("estimated_stages"), f.get("estimated_fixed_seconds"))
                  for f in manifest["fragments"]],
             )
 

@@ -6,7 +6,9 @@ committed it:
 1. deletes whatever an earlier attempt at ``t_i`` left (:meth:`JobStore.discard_uncommitted`);
 2. plans the rest of the cycle from ``t_i`` on (:class:`~tempura.incremental.Resume`), reading
    the states committed time points saved, with the arrival model and statistics updated from
-   what those time points measured (:mod:`tempura.scheduler.reoptimize`);
+   what those time points measured (:mod:`tempura.scheduler.reoptimize`), and the cost of a
+   stage fitted to the CPU time the history's fragments measured, unless the spec sets it
+   (:mod:`tempura.scheduler.calibration`);
 3. lands every source's interval (:mod:`tempura.runtime.ingest`: late rows, schema drift),
    checks the declared keys on it under ``integrity: enforced`` (:mod:`tempura.runtime.keys`),
    and plans the time point again when a landing proved a read empty or broke a key;
@@ -43,7 +45,8 @@ from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
 from tempura.scheduler.planning import (Prepared, analyze_sources, arrival_bounds, expected_empty, job_folder, plan_spec,
                                         prepare, stale_sources)
-from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
+from tempura.scheduler.calibration import calibrated
+from tempura.scheduler.reoptimize import NOTICEABLE, Measured, scaled_lookup, updated
 from tempura.scheduler.spec import Cycle, StandingQuery
 from tempura.stats import Estimator
 from tempura.tvr.arrival import SourceArrival
@@ -124,6 +127,7 @@ class Runner:
         self._prepared: Prepared | None = None
         self._plans: dict[tuple[str, int], MultiTimePlan] = {}
         self._schemas: dict[str, StructType] = {}
+        self._stage: float | None = None  # the calibrated stage cost the last planning used
         self.output = None
         if spec.model.output is not None and not simulate:
             out = spec.model.output
@@ -373,7 +377,14 @@ class Runner:
         resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved.values() if s.key))
         output = self.spec.model.output.mode if self.spec.model.output is not None else "snapshot"
         errors: dict[str, TempuraError] = {}
-        plans = plan_spec(prepared, [self.method], output=output, errors=errors, resume=resume)
+        constants, calibration = calibrated(self.spec.cost_constants, self.spec.model.cost, self.history.fragments())
+        if calibration is not None:  # say so when the stage cost moves noticeably from the last planning's
+            pinned = self.spec.cost_constants.stage
+            before, now = self._stage or pinned, calibration.stage or pinned
+            if before > 0 and abs(now / before - 1.0) > NOTICEABLE:
+                reasons.append(calibration.describe(pinned))
+            self._stage = calibration.stage
+        plans = plan_spec(prepared, [self.method], output=output, errors=errors, resume=resume, constants=constants)
         if self.method not in plans:
             raise errors.get(self.method) or RunError(f"method {self.method} has no plan for this query")
         return plans[self.method], reasons

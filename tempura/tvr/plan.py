@@ -11,10 +11,12 @@ format.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from tempura.algebra import LogicalPlan, Query, format_plan
+from tempura.cost.model import CostConstants
 from tempura.cost.vector import CostVector, Objective
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.time import TimePoints
@@ -122,6 +124,7 @@ class MultiTimePlan:
     state_budget: float | None = None  # the most bytes of states alive at once the plan was held to
     floor: int = 1  # the first time point it plans (earlier ones were run by an earlier plan)
     inputs: list[str] = field(default_factory=list)  # states saved before ``floor`` that it reads
+    constants: CostConstants = field(default_factory=CostConstants)  # what its costs were estimated with
 
     def peak_state_bytes(self) -> float:
         """The most estimated bytes of kept states alive at one time point (a state lives from
@@ -173,6 +176,7 @@ class MultiTimePlan:
             "deliveries": {str(t): fid for t, fid in self.deliveries.items()},
             "floor": self.floor,
             "inputs": list(self.inputs),
+            "cost_constants": dataclasses.asdict(self.constants),
             "notes": list(self.notes),
             "search": dict(self.search),
         }

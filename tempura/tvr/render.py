@@ -35,7 +35,7 @@ def plan_text(plan: MultiTimePlan, physical: bool = True, sql: bool = False) -> 
             inputs = [s.view for s in f.sources] + [f"state {s}" for s in f.states]
             keeps = f" {f.keeps}" if f.keeps else ""
             lines.append(
-                f"  {f.id} [{f.method}] {f.form} -> {f.output}{keeps}  rows={f.rows:.4g} cost={format_time(f.cost.times[t - 1])}"
+                f"  {f.id} [{f.method}] {f.form} -> {f.output}{keeps}  rows={f.rows:.4g} cost={format_time(f.cost.times[t - 1])} stages={f.cost.stages:.0f}"
             )
             lines.append(f"    reads: {', '.join(inputs) if inputs else 'nothing'}")
             if physical:

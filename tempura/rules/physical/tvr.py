@@ -176,5 +176,5 @@ class TimedImplementer:
         else:
             assert isinstance(expr, Repeat)
             own = c.project(self._stats(expr.input), 1)
-        return [Alternative(expr.operator, expr.details(), self._children(expr), Cost(own.cpu, own.io, own.network, out.rows),
+        return [Alternative(expr.operator, expr.details(), self._children(expr), own.with_rows(out.rows),
                             _any, expr, rule=expr.operator)]
