@@ -33,6 +33,7 @@ A spec names the query, its sources, the schedule and the objective::
     integrity: enforced               # enforced: keys and arrival 'with' are checked as rows land;
                                       # trusted: taken as declared, unchecked
     cost: {stage: 1e9, executors: 8}  # optional: cost model constants for this query's planning
+                                      # (a stage cost set here is not fitted to the run history)
 
 pydantic checks each key's shape (unknown keys are errors); the rules that tie keys together
 (one query, increasing time points, one weight per time point, …) are checked after it. Every
