@@ -596,7 +596,7 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
     from rich.table import Table
 
     from tempura.scheduler import load_spec
-    from tempura.scheduler.calibration import calibrated
+    from tempura.scheduler.calibration import calibrated, other_jobs
     from tempura.scheduler.history import History
     from tempura.scheduler.runner import job_folder
 
@@ -628,7 +628,8 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
                            "" if f["estimated_stages"] is None else f"{f['estimated_stages']:.0f}",
                            "" if f["stages"] is None else str(f["stages"]), str(f["bytes_in"]), str(f["bytes_out"]))
         console.print(detail)
-    _, calibration = calibrated(loaded.cost_constants, loaded.model.cost, history.fragments())
+    _, calibration = calibrated(loaded.cost_constants, loaded.model.cost, history.fragments(),
+                                other_jobs(Path(workdir), history.path))
     click.echo(calibration.describe(loaded.cost_constants.stage) if calibration is not None
                else f"stage cost set by the spec: {loaded.cost_constants.stage / 1e9:.3g} s per stage")
 
@@ -661,7 +662,7 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     from tempura.mqo import MqoOptions
     from tempura.runtime.store import JobStore
     from tempura.scheduler import load_spec
-    from tempura.scheduler.calibration import calibrated
+    from tempura.scheduler.calibration import calibrated, other_jobs
     from tempura.scheduler.history import History
     from tempura.scheduler.planning import analyze_sources, job_folder, needs_spark, plan_spec, prepare, stale_sources
     from tempura.scheduler.spec import parse_size
@@ -679,7 +680,8 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     stats_root = job_folder(workdir, loaded)
     # and the stage cost its run history supports, unless the spec or --cost sets it
     pinned = set(loaded.model.cost) | {item.split("=", 1)[0].strip() for item in cost}
-    constants, calibration = calibrated(constants, pinned, History(JobStore(stats_root).history_path).fragments())
+    own = JobStore(stats_root).history_path
+    constants, calibration = calibrated(constants, pinned, History(own).fragments(), other_jobs(Path(workdir), own))
     readable = [name for name, table in loaded.catalog().tables.items() if file_state(table) is not None]
     stale = [name for name in stale_sources(loaded, stats_root) if name in readable]
     spark = None

@@ -1,28 +1,34 @@
-"""Calibrating the stage cost from a run history: the fit recovers the fixed and variable rates
-that generated a history, refuses histories that cannot tell them apart, stays within its bounds
-of the declared constant, and reads the history's rows as the runner records them."""
+"""Calibrating the stage cost from run histories: the fit recovers the rates that generated the
+histories (a rate of work per job, one rate per stage for all), calibrates a job whose fragments
+all have one shape with the other jobs' stages, refuses histories that cannot tell work from
+stages, stays within its bounds of the declared constant, and reads history rows as the runner
+records them."""
 
 from __future__ import annotations
 
 import math
 import random
+from contextlib import closing
+from pathlib import Path
 from typing import Sequence
 
 import pytest
 
-from historyfile import SHAPES
+from historyfile import SHAPES, write_history
 from tempura.cost.model import CostConstants
-from tempura.scheduler.calibration import BOUNDS, MIN_CPU_SECONDS, MIN_FRAGMENTS, Sample, calibrate, calibrated, fit
+from tempura.scheduler.history import History
+from tempura.scheduler.calibration import (BOUNDS, MIN_CPU_SECONDS, MIN_FRAGMENTS, MIN_OWN, Sample, calibrate, calibrated, fit,
+                                           other_jobs)
 
 DECLARED = 1e9
 
 
 def history(alpha: float, beta: float, shapes: Sequence[tuple[float, float]], noise: float = 0.0,
-            seed: int = 7) -> list[Sample]:
+            seed: int = 7, job: str = "") -> list[Sample]:
     """Fragments of ``(variable model seconds, stages)`` whose CPU is ``alpha·x + beta·s``, each
     off by up to ``noise`` (relative)."""
     rng = random.Random(seed)
-    return [Sample(x, s, (alpha * x + beta * s) * (1 + rng.uniform(-noise, noise))) for x, s in shapes]
+    return [Sample(x, s, (alpha * x + beta * s) * (1 + rng.uniform(-noise, noise)), job) for x, s in shapes]
 
 
 @pytest.mark.parametrize("alpha, beta", [(1e-3, 0.04), (1e-2, 0.01), (5e-3, 0.2)])
@@ -48,6 +54,35 @@ def test_too_few_fragments_keep_the_declared_constant() -> None:
     assert found.stage is None
     assert f"{MIN_FRAGMENTS} needed" in found.reason
     assert "as declared" in found.describe(DECLARED)
+    others = history(5e-3, 0.04, SHAPES, job="other")
+    alone = fit(history(1e-3, 0.04, SHAPES[: MIN_OWN - 1]), DECLARED, others)
+    assert alone.stage is None and f"{MIN_OWN} needed" in alone.reason
+
+
+def test_each_job_has_its_rate_of_work_and_all_share_the_rate_per_stage() -> None:
+    """Three jobs whose queries do 1, 5 and 20 ms of CPU per model second, on one Spark setup
+    whose stages take 30 ms each: each job's stage constant is 30 ms over its own rate."""
+    beta = 0.03
+    jobs = {"q3": 1e-3, "q13": 5e-3, "range": 2e-2}
+    made = {name: history(alpha, beta, SHAPES, job=name) for name, alpha in jobs.items()}
+    for name, alpha in jobs.items():
+        others = [s for other, found in made.items() if other != name for s in found]
+        found = fit(made[name], DECLARED, others)
+        assert (found.fragments, found.pooled) == (len(SHAPES), 3 * len(SHAPES))
+        assert found.per_model_second == pytest.approx(alpha, rel=1e-9)
+        assert found.per_stage == pytest.approx(beta, rel=1e-9)
+        assert found.stage == pytest.approx(beta / alpha * 1e9, rel=1e-9)
+        assert f"{2 * len(SHAPES)} of other jobs" in found.describe(DECLARED)
+
+
+def test_a_job_of_one_shape_takes_the_cost_of_a_stage_from_the_others() -> None:
+    """A recomputation runs the same fragment every cycle: alone, its history cannot tell work
+    from stages; with another job's, it can."""
+    alpha, beta = 4e-3, 0.02
+    recompute = history(alpha, beta, [(300.0, 3)] * 5, noise=0.0)
+    assert fit(recompute, DECLARED).stage is None
+    found = fit(recompute, DECLARED, history(1e-3, beta, SHAPES, job="other"))
+    assert found.stage == pytest.approx(beta / alpha * 1e9, rel=1e-9)
 
 
 def test_fragments_with_the_same_work_per_stage_cannot_separate_the_two() -> None:
@@ -57,12 +92,15 @@ def test_fragments_with_the_same_work_per_stage_cannot_separate_the_two() -> Non
     assert "too alike" in found.reason
 
 
-def test_a_fit_that_makes_stages_free_is_refused() -> None:
+def test_a_fit_that_makes_stages_or_work_free_is_refused() -> None:
     # CPU falls as stages grow at equal variable work: no positive stage cost explains it
     samples = [Sample(100.0, 2, 0.9), Sample(100.0, 10, 0.5), Sample(50.0, 2, 0.45), Sample(50.0, 10, 0.25)]
     found = fit(samples, DECLARED)
     assert found.stage is None
     assert "stages no positive cost" in found.reason
+    # CPU falls as work grows at one stage: no positive rate of work explains it
+    falling = [Sample(10.0, 2, 2.0), Sample(50.0, 1, 2.0), Sample(200.0, 1, 0.3), Sample(50.0, 1, 1.0)]
+    assert "this job's variable work no positive cost" in fit(falling, DECLARED).reason
 
 
 @pytest.mark.parametrize("beta, bound", [(10.0, DECLARED * BOUNDS), (1e-7, DECLARED / BOUNDS)])
@@ -98,3 +136,28 @@ def test_a_pinned_stage_is_never_calibrated() -> None:
     assert found is not None and found.stage is not None
     assert moved.stage == pytest.approx(50e9) and moved.network == 300.0
     assert not math.isclose(moved.stage, constants.stage)
+
+
+def test_other_jobs_histories_are_read_without_touching_them(tmp_path: Path) -> None:
+    """Every job's and simulation's history under the workdir but the job's own; a history
+    written before the estimate's split was recorded is read as it is (and left unmigrated)."""
+    import sqlite3
+
+    jobs = tmp_path / "jobs"
+    write_history(jobs / "a" / "history.sqlite", 1e-3, 0.03)
+    write_history(jobs / "a" / "simulate-ivm" / "history.sqlite", 1e-3, 0.03)
+    write_history(jobs / "b" / "history.sqlite", 5e-3, 0.03)
+    old = jobs / "c" / "history.sqlite"
+    old.parent.mkdir(parents=True)
+    with closing(sqlite3.connect(old)) as db, db:
+        db.execute("CREATE TABLE fragments (cycle TEXT, time_index INTEGER, fragment TEXT, cpu_seconds REAL)")
+        db.execute("INSERT INTO fragments VALUES ('c0', 1, 'f1', 0.5)")
+    found = other_jobs(tmp_path, jobs / "a" / "history.sqlite")
+    assert sorted(found) == sorted(str(p) for p in (jobs / "a" / "simulate-ivm" / "history.sqlite",
+                                                    jobs / "b" / "history.sqlite", old))
+    assert len(found[str(old)]) == 1 and "estimated_stages" not in found[str(old)][0]
+    with closing(sqlite3.connect(old)) as db:
+        assert [r[1] for r in db.execute("PRAGMA table_info(fragments)")] == ["cycle", "time_index", "fragment", "cpu_seconds"]
+    own = History(jobs / "a" / "history.sqlite").fragments()
+    found_stage = calibrate(own, DECLARED, found).stage
+    assert found_stage == pytest.approx(0.03 / 1e-3 * 1e9)

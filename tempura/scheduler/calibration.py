@@ -1,26 +1,32 @@
-"""Calibrating the fixed cost of a stage from a standing query's run history.
+"""Calibrating the fixed cost of a stage from the run histories.
 
 The cost model prices two kinds of work: per row and per byte (the Hive seed's constants), and a
 fixed amount per Spark stage (``CostConstants.stage``). How much executor CPU one model
 nanosecond of the first kind stands for differs from query to query (the byte constants assume
-row-oriented files; Spark reads columnar ones, compressed, and skips columns), so no single
-stage constant weighs the two kinds right for every query. A job's history has what it takes to
-weigh them for *its* query: for each fragment that ran, the model's estimate split into its
+row-oriented files; Spark reads columnar ones, compressed, and skips columns; a ``LIKE`` is
+priced like any filter), while a stage's fixed work is much the same whatever the query. So no
+single stage constant weighs the two kinds right for every query, and the histories have what it
+takes to weigh them per query: for each fragment that ran, the model's estimate split into its
 variable part ``x`` (seconds) and the stages it charged ``s``, against the executor CPU seconds
 ``y`` Spark measured.
 
-:func:`fit` finds ``α, β ≥ 0`` with ``y ≈ α·x + β·s``, by least squares on the relative error
-(each fragment weighs the same, whatever its size): ``α`` is executor seconds per model second,
-``β`` executor seconds per stage. The stage constant that prices a stage the way the history
-does, in the model's own units, is ``β / α`` (seconds, times 10⁹ for nanoseconds). Only the ratio
-matters to the planner: scaling every constant alike changes no choice.
+:func:`fit` finds, by least squares on the relative error (each fragment weighs the same,
+whatever its size), ``y ≈ α_j·x + β·s``: a rate ``α_j`` per job (executor seconds per model
+second of its query's work) and one rate ``β`` per stage, shared by the jobs of a workdir (one
+Spark setup). The job's own fragments fit its ``α``; every job's fragments fit ``β``, so a job
+whose fragments all have one shape (a recomputation) is calibrated with the stage cost its
+neighbours measured. The stage constant that prices a stage the way the histories do, in the
+job's model units, is ``β / α`` (seconds, times 10⁹ for nanoseconds). Only the ratio matters to
+the planner: scaling every constant alike changes no choice.
 
 The fit is refused (the declared constant stays) when it cannot tell the two kinds apart:
 
-- fewer than :data:`MIN_FRAGMENTS` fragments with measurable CPU time;
-- the two columns nearly proportional (every fragment with about the same variable work per
-  stage): ``1 − cos²`` of the weighted columns below :data:`MIN_SPREAD`;
-- a coefficient that is not positive (more stages would mean less CPU, or bytes would be free).
+- fewer than :data:`MIN_OWN` fragments of the job, or :data:`MIN_FRAGMENTS` in all, with
+  measurable CPU time;
+- stages that the jobs' variable work explains (every fragment of a job with about the same
+  variable work per stage): the stage column's share left after each job's variable column is
+  projected out below :data:`MIN_SPREAD`;
+- a rate that is not positive (more stages would mean less CPU, or work would be free).
 
 The result is kept within :data:`BOUNDS` of the declared value, so that one odd history cannot
 take the model to an extreme. A spec that sets ``cost: {stage: …}`` pins the constant: it is
@@ -32,24 +38,29 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from tempura.cost.model import CostConstants
+from tempura.scheduler.history import History
 
-MIN_FRAGMENTS = 4
+MIN_OWN = 2  # fragments of the job itself: what its own rate is fitted to
+MIN_FRAGMENTS = 4  # fragments in all, with those of the workdir's other jobs
 MIN_CPU_SECONDS = 0.005  # fragments measured below this are noise, left out
 MIN_SPREAD = 0.05
-WINDOW = 200  # the most recent fragments of the history that are used
+WINDOW = 200  # the most recent fragments of each history that are used
 BOUNDS = 100.0  # the calibrated constant stays within this factor of the declared one
 
 
 @dataclass(frozen=True)
 class Sample:
-    """One fragment as it ran: model seconds of variable work, stages charged, CPU seconds."""
+    """One fragment as it ran: model seconds of variable work, stages charged, CPU seconds, and
+    the job (history) it belongs to."""
 
     variable: float
     stages: float
     cpu: float
+    job: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,22 +68,24 @@ class Calibration:
     """The outcome of a fit: the stage constant (model ns) or ``None``, and why."""
 
     stage: float | None
-    fragments: int  # the samples the fit used
-    per_model_second: float = math.nan  # α: executor seconds per model second of variable work
-    per_stage: float = math.nan  # β: executor seconds per stage
-    error: float = math.nan  # median relative error of the fitted estimates
+    fragments: int  # the job's own samples the fit used
+    pooled: int = 0  # all samples, the other jobs' included
+    per_model_second: float = math.nan  # α: the job's executor seconds per model second of variable work
+    per_stage: float = math.nan  # β: executor seconds per stage, shared by the jobs
+    error: float = math.nan  # median relative error of the job's fitted estimates
     reason: str = ""
 
     def describe(self, declared: float) -> str:
         """One line for ``tempura plan`` and the run history."""
         if self.stage is None:
             return f"stage cost not calibrated ({self.reason}); {declared / 1e9:.3g} s per stage as declared"
-        return (f"stage cost calibrated from {self.fragments} fragments: {self.stage / 1e9:.3g} s per stage "
+        others = f", {self.pooled - self.fragments} of other jobs for the cost of a stage" if self.pooled > self.fragments else ""
+        return (f"stage cost calibrated from {self.fragments} fragments{others}: {self.stage / 1e9:.3g} s per stage "
                 f"(declared {declared / 1e9:.3g} s; one stage measured {self.per_stage * 1e3:.3g} ms of CPU, one model "
                 f"second of work {self.per_model_second * 1e3:.3g} ms; median error {self.error:.0%}){self.reason}")
 
 
-def samples(rows: Iterable[Mapping[str, Any]]) -> list[Sample]:
+def samples(rows: Iterable[Mapping[str, Any]], job: str = "") -> list[Sample]:
     """The usable fragments of history rows (``History.fragments()``): those with the estimate's
     split recorded and CPU time above :data:`MIN_CPU_SECONDS`, the most recent :data:`WINDOW`."""
     out = []
@@ -83,53 +96,89 @@ def samples(rows: Iterable[Mapping[str, Any]]) -> list[Sample]:
         estimated, fixed, stages, cpu = (float(value) for value in values)
         variable = estimated - fixed
         if cpu >= MIN_CPU_SECONDS and stages > 0 and variable > 0 and math.isfinite(variable):
-            out.append(Sample(variable, stages, cpu))
+            out.append(Sample(variable, stages, cpu, job))
     return out[-WINDOW:]
 
 
-def fit(found: Sequence[Sample], declared: float) -> Calibration:
-    """The stage constant (model nanoseconds) the samples support, within :data:`BOUNDS` of
-    ``declared``; ``stage=None`` with the reason when they do not determine it."""
-    n = len(found)
-    if n < MIN_FRAGMENTS:
-        return Calibration(None, n, reason=f"{n} fragment{'s' if n != 1 else ''} measured, {MIN_FRAGMENTS} needed")
-    u = [s.variable / s.cpu for s in found]
-    v = [s.stages / s.cpu for s in found]
-    uu, vv, uv = math.fsum(a * a for a in u), math.fsum(b * b for b in v), math.fsum(a * b for a, b in zip(u, v))
-    su, sv = math.fsum(u), math.fsum(v)
-    det = uu * vv - uv * uv
-    if det <= MIN_SPREAD * uu * vv:
-        return Calibration(None, n, reason="the fragments' work per stage is too alike to tell stages from bytes")
-    alpha = (su * vv - sv * uv) / det
-    beta = (sv * uu - su * uv) / det
+def fit(own: Sequence[Sample], declared: float, others: Sequence[Sample] = ()) -> Calibration:
+    """The stage constant (model nanoseconds) for the job of ``own``, within :data:`BOUNDS` of
+    ``declared``; ``stage=None`` with the reason when the samples do not determine it.
+
+    ``others``: fragments of other jobs run on the same Spark (their ``job`` tells them apart).
+    Each job has its own rate ``α_j`` (its query's work per model second), and all share the rate
+    per stage ``β`` (a property of the cluster). The fit minimises ``Σ (α_j·x + β·s − y)² / y²``:
+    for a given ``β`` each ``α_j`` has a closed form, and what remains is linear in ``β``."""
+    n, everything = len(own), [*own, *others]
+    if n < MIN_OWN:
+        return Calibration(None, n, len(everything), reason=f"{n} fragment{'s' if n != 1 else ''} of this job measured, "
+                                                            f"{MIN_OWN} needed")
+    if len(everything) < MIN_FRAGMENTS:
+        return Calibration(None, n, len(everything), reason=f"{len(everything)} fragments measured, {MIN_FRAGMENTS} needed")
+    jobs: dict[str, list[Sample]] = {}
+    for sample in everything:
+        jobs.setdefault(sample.job, []).append(sample)
+    own_job = own[0].job
+    if any(sample.job != own_job for sample in own):
+        raise ValueError("the job's own samples must all carry its job")
+    # with u = x/y and v = s/y, each job's α_j(β) = (Σu − β·Σuv) / Σu²; the residual of a sample
+    # is then β·b − a, with a = 1 − u·Σu/Σu² and b = v − u·Σuv/Σu²
+    aa = ab = bb = vv = 0.0
+    for group in jobs.values():
+        u = [s.variable / s.cpu for s in group]
+        v = [s.stages / s.cpu for s in group]
+        uu, su, uv = math.fsum(x * x for x in u), math.fsum(u), math.fsum(x * y for x, y in zip(u, v))
+        for x, y in zip(u, v):
+            a, b = 1.0 - x * su / uu, y - x * uv / uu
+            aa, ab, bb, vv = aa + a * a, ab + a * b, bb + b * b, vv + y * y
+    if bb <= MIN_SPREAD * vv:
+        return Calibration(None, n, len(everything),
+                           reason="the fragments' work per stage is too alike to tell stages from bytes")
+    beta = ab / bb
+    u = [s.variable / s.cpu for s in own]
+    v = [s.stages / s.cpu for s in own]
+    alpha = (math.fsum(u) - beta * math.fsum(x * y for x, y in zip(u, v))) / math.fsum(x * x for x in u)
     if alpha <= 0 or beta <= 0:
-        which = "variable work" if alpha <= 0 else "stages"
-        return Calibration(None, n, alpha, beta, reason=f"the fit gives {which} no positive cost")
-    errors = sorted(abs(alpha * s.variable + beta * s.stages - s.cpu) / s.cpu for s in found)
+        which = "this job's variable work" if alpha <= 0 else "stages"
+        return Calibration(None, n, len(everything), alpha, beta, reason=f"the fit gives {which} no positive cost")
+    errors = sorted(abs(alpha * s.variable + beta * s.stages - s.cpu) / s.cpu for s in own)
     stage = beta / alpha * 1e9
     note = ""
     low, high = declared / BOUNDS, declared * BOUNDS
     if declared > 0 and not low <= stage <= high:
         note = f", held to {BOUNDS:.0f}x the declared value from {stage / 1e9:.3g} s"
         stage = min(max(stage, low), high)
-    return Calibration(stage, n, alpha, beta, errors[len(errors) // 2], note)
+    return Calibration(stage, n, len(everything), alpha, beta, errors[len(errors) // 2], note)
 
 
-def calibrate(rows: Iterable[Mapping[str, Any]], declared: float) -> Calibration:
-    """:func:`fit` over the usable fragments of history ``rows``."""
-    return fit(samples(rows), declared)
+def other_jobs(workdir: Path, own: Path) -> dict[str, list[dict[str, Any]]]:
+    """The fragments of every history under ``workdir``'s jobs but ``own`` (a job's, and its
+    simulations', ``jobs/<name>[/simulate-<method>]/history.sqlite``), read without writing."""
+    found = sorted({*Path(workdir).glob("jobs/*/history.sqlite"), *Path(workdir).glob("jobs/*/simulate-*/history.sqlite")})
+    mine = own.resolve()
+    return {str(path): History(path, read_only=True).fragments() for path in found if path.resolve() != mine}
 
 
-def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[Mapping[str, Any]]
+def calibrate(rows: Iterable[Mapping[str, Any]], declared: float,
+              other_jobs: Mapping[str, Iterable[Mapping[str, Any]]] | None = None) -> Calibration:
+    """:func:`fit` over the usable fragments of the job's history ``rows`` and, for the cost of a
+    stage, those of ``other_jobs`` (name -> history rows)."""
+    others = [s for name, found in (other_jobs or {}).items() for s in samples(found, name or "?")]
+    return fit(samples(rows), declared, others)
+
+
+def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[Mapping[str, Any]],
+               other_jobs: Mapping[str, Iterable[Mapping[str, Any]]] | None = None
                ) -> tuple[CostConstants, Calibration | None]:
-    """``constants`` with the stage cost the history ``rows`` support, and the fit (``None`` when
-    ``stage`` is among the ``pinned`` names: set by the spec or the command line)."""
+    """``constants`` with the stage cost the history ``rows`` (and ``other_jobs``') support, and
+    the fit (``None`` when ``stage`` is among the ``pinned`` names: set by the spec or the
+    command line)."""
     if "stage" in set(pinned):
         return constants, None
-    found = calibrate(rows, constants.stage)
+    found = calibrate(rows, constants.stage, other_jobs)
     if found.stage is None:
         return constants, found
     return dataclasses.replace(constants, stage=found.stage), found
 
 
-__all__ = ["BOUNDS", "MIN_FRAGMENTS", "Calibration", "Sample", "calibrate", "calibrated", "fit", "samples"]
+__all__ = ["BOUNDS", "MIN_FRAGMENTS", "MIN_OWN", "Calibration", "Sample", "calibrate", "calibrated", "fit", "other_jobs",
+           "samples"]

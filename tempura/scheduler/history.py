@@ -106,8 +106,9 @@ def _add_missing_columns(connection: sqlite3.Connection) -> None:
 class History:
     """The SQLite run history at ``path``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only  # another job's history: read as it is, never migrated
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,6 +166,13 @@ class History:
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
+        if self.read_only:
+            try:
+                with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+                    db.row_factory = sqlite3.Row
+                    return [dict(r) for r in db.execute(sql, params).fetchall()]
+            except sqlite3.Error:  # not (yet) a history: nothing to read
+                return []
         with closing(self._connect()) as db:
             db.row_factory = sqlite3.Row
             return [dict(r) for r in db.execute(sql, params).fetchall()]
