@@ -601,7 +601,7 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
     from tempura.scheduler.runner import job_folder
 
     loaded = load_spec(spec)
-    history = History(job_folder(workdir, loaded, simulated) / "history.sqlite")
+    history = History(job_folder(workdir, loaded, simulated) / "history.sqlite", read_only=True)
     runs = history.runs()
     if not runs:
         click.echo(f"{loaded.name}: no committed time point yet")
@@ -625,8 +625,8 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
             detail.add_row(f["cycle"], str(f["time_index"]), f["fragment"], f["method"] + (" (stream)" if f["streaming"] else ""),
                            f["output"], f"{f['estimated_rows']:.4g}", str(f["rows_out"]), str(f["rows_in"]),
                            f"{f['estimated_seconds']:.3g}", f"{f['cpu_seconds']:.3g}", f"{f['wall_seconds']:.3g}",
-                           "" if f["estimated_stages"] is None else f"{f['estimated_stages']:.0f}",
-                           "" if f["stages"] is None else str(f["stages"]), str(f["bytes_in"]), str(f["bytes_out"]))
+                           "" if f.get("estimated_stages") is None else f"{f['estimated_stages']:.0f}",
+                           "" if f.get("stages") is None else str(f["stages"]), str(f["bytes_in"]), str(f["bytes_out"]))
         console.print(detail)
     _, calibration = calibrated(loaded.cost_constants, loaded.model.cost, history.fragments(),
                                 other_jobs(Path(workdir), history.path))
@@ -681,7 +681,8 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     # and the stage cost its run history supports, unless the spec or --cost sets it
     pinned = set(loaded.model.cost) | {item.split("=", 1)[0].strip() for item in cost}
     own = JobStore(stats_root).history_path
-    constants, calibration = calibrated(constants, pinned, History(own).fragments(), other_jobs(Path(workdir), own))
+    constants, calibration = calibrated(constants, pinned, History(own, read_only=True).fragments(),
+                                        other_jobs(Path(workdir), own))
     readable = [name for name, table in loaded.catalog().tables.items() if file_state(table) is not None]
     stale = [name for name in stale_sources(loaded, stats_root) if name in readable]
     spark = None

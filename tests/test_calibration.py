@@ -75,6 +75,27 @@ def test_each_job_has_its_rate_of_work_and_all_share_the_rate_per_stage() -> Non
         assert f"{2 * len(SHAPES)} of other jobs" in found.describe(DECLARED)
 
 
+def test_jobs_of_one_fragment_count_for_nothing() -> None:
+    """Each job of one fragment fits its own rate exactly and leaves nothing for the rate per
+    stage: two own fragments with two such jobs are too few, with one job of three they are not."""
+    own = history(2e-3, 0.02, SHAPES[:2])
+    singles = [Sample(x, s, 1e-3 * x + 0.02 * s, f"single{i}") for i, (x, s) in enumerate(SHAPES[2:4])]
+    found = fit(own, DECLARED, singles)
+    assert found.stage is None and found.pooled == 2 and "needed" in found.reason
+    found = fit(own, DECLARED, singles + history(1e-3, 0.02, SHAPES[2:5], job="three"))
+    assert found.pooled == 5
+    assert found.stage == pytest.approx(0.02 / 2e-3 * 1e9, rel=1e-9)
+
+
+def test_another_job_whose_rate_of_work_is_negative_is_left_out() -> None:
+    own = history(2e-3, 0.02, SHAPES)
+    # CPU below what its stages alone would take at the others' rate per stage
+    contrary = [Sample(100.0, 10, 0.05, "x"), Sample(50.0, 8, 0.045, "x"), Sample(20.0, 9, 0.05, "x")]
+    found = fit(own, DECLARED, contrary)
+    assert found.pooled == len(SHAPES)
+    assert found.stage == pytest.approx(0.02 / 2e-3 * 1e9, rel=1e-9)
+
+
 def test_a_job_of_one_shape_takes_the_cost_of_a_stage_from_the_others() -> None:
     """A recomputation runs the same fragment every cycle: alone, its history cannot tell work
     from stages; with another job's, it can."""
@@ -152,9 +173,14 @@ def test_other_jobs_histories_are_read_without_touching_them(tmp_path: Path) -> 
     with closing(sqlite3.connect(old)) as db, db:
         db.execute("CREATE TABLE fragments (cycle TEXT, time_index INTEGER, fragment TEXT, cpu_seconds REAL)")
         db.execute("INSERT INTO fragments VALUES ('c0', 1, 'f1', 0.5)")
+    broken = jobs / "d" / "history.sqlite"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("not a database")
     found = other_jobs(tmp_path, jobs / "a" / "history.sqlite")
     assert sorted(found) == sorted(str(p) for p in (jobs / "a" / "simulate-ivm" / "history.sqlite",
-                                                    jobs / "b" / "history.sqlite", old))
+                                                    jobs / "b" / "history.sqlite", old, broken))
+    assert found[str(broken)] == []
+    assert other_jobs(tmp_path / "nothing", tmp_path / "nothing" / "history.sqlite") == {}
     assert len(found[str(old)]) == 1 and "estimated_stages" not in found[str(old)][0]
     with closing(sqlite3.connect(old)) as db:
         assert [r[1] for r in db.execute("PRAGMA table_info(fragments)")] == ["cycle", "time_index", "fragment", "cpu_seconds"]

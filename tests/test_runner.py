@@ -144,8 +144,10 @@ def test_the_next_planning_uses_the_stage_cost_the_history_supports(fast_spark: 
     plan, reasons = runner._planned(spec.cycle(0), 1, {}, None)
     assert plan.constants.stage == pytest.approx(50e9)
     assert [r for r in reasons if r.startswith(f"stage cost calibrated from {len(SHAPES)} fragments: 50 s per stage")]
-    again, reasons = runner._planned(spec.cycle(0), 2, {}, None)
-    assert again.constants.stage == pytest.approx(50e9) and not [r for r in reasons if "stage cost" in r]  # no news
+    assert [n for n in plan.notes if n.startswith("stage cost calibrated")]
+    # after a time point planned with it, it is no news
+    again, reasons = runner._planned(spec.cycle(0), 2, {}, {"run": {"stage_cost": plan.constants.stage}})
+    assert again.constants.stage == pytest.approx(50e9) and not [r for r in reasons if "stage cost" in r]
 
     pinned_spec = scenario.parent / "pinned.yaml"
     pinned_spec.write_text(scenario.read_text() + "cost: {stage: 2e9}\n")

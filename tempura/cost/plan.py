@@ -68,7 +68,7 @@ class PlanCost:
         if isinstance(plan, Limit) and isinstance(plan.input, Sort):
             # Spark runs ORDER BY … LIMIT as one top-k (TakeOrderedAndProject): no global sort.
             total = total + children[0].own.scaled(-1.0)
-        result = NodeCost(algorithm, own, Cost(total.cpu, total.io, total.network, own.rows))
+        result = NodeCost(algorithm, own, total.with_rows(own.rows))
         self._cache[plan] = result
         return result
 

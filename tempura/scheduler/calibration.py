@@ -21,12 +21,14 @@ the planner: scaling every constant alike changes no choice.
 
 The fit is refused (the declared constant stays) when it cannot tell the two kinds apart:
 
-- fewer than :data:`MIN_OWN` fragments of the job, or :data:`MIN_FRAGMENTS` in all, with
-  measurable CPU time;
+- fewer than :data:`MIN_OWN` fragments of the job with measurable CPU time, or fewer than
+  :data:`MIN_FRAGMENTS` in all less one per other job (a job of one fragment counts for
+  nothing: its own rate fits it exactly);
 - stages that the jobs' variable work explains (every fragment of a job with about the same
-  variable work per stage): the stage column's share left after each job's variable column is
-  projected out below :data:`MIN_SPREAD`;
-- a rate that is not positive (more stages would mean less CPU, or work would be free).
+  variable work per stage): the squared norm of the stage column left after each job's work
+  column is projected out, below :data:`MIN_SPREAD` of its whole;
+- a rate that is not positive (more stages would mean less CPU, or work would be free); another
+  job whose own rate comes out negative is left out of the fit first.
 
 The result is kept within :data:`BOUNDS` of the declared value, so that one odd history cannot
 take the model to an extreme. A spec that sets ``cost: {stage: …}`` pins the constant: it is
@@ -94,10 +96,33 @@ def samples(rows: Iterable[Mapping[str, Any]], job: str = "") -> list[Sample]:
         if any(value is None for value in values):
             continue
         estimated, fixed, stages, cpu = (float(value) for value in values)
-        variable = estimated - fixed
-        if cpu >= MIN_CPU_SECONDS and stages > 0 and variable > 0 and math.isfinite(variable):
-            out.append(Sample(variable, stages, cpu, job))
+        sample = Sample(estimated - fixed, stages, cpu, job)
+        if cpu >= MIN_CPU_SECONDS and _usable(sample):
+            out.append(sample)
     return out[-WINDOW:]
+
+
+def _rate_per_stage(jobs: Iterable[Sequence[Sample]]) -> tuple[float, float]:
+    """``β`` of the joint fit over ``jobs``, and the share of the stage column (its squared norm)
+    that the jobs' own work columns leave to it."""
+    # with u = x/y and v = s/y, each job's α_j(β) = (Σu − β·Σuv) / Σu²; the residual of a sample
+    # is then β·b − a, with a = 1 − u·Σu/Σu² and b = v − u·Σuv/Σu²
+    ab = bb = vv = 0.0
+    for group in jobs:
+        u = [s.variable / s.cpu for s in group]
+        v = [s.stages / s.cpu for s in group]
+        uu, su, uv = math.fsum(x * x for x in u), math.fsum(u), math.fsum(x * y for x, y in zip(u, v))
+        for x, y in zip(u, v):
+            a, b = 1.0 - x * su / uu, y - x * uv / uu
+            ab, bb, vv = ab + a * b, bb + b * b, vv + y * y
+    return (ab / bb if bb > 0 else math.nan), (bb / vv if vv > 0 else 0.0)
+
+
+def _rate_of_work(group: Sequence[Sample], beta: float) -> float:
+    """``α`` of one job given ``β``."""
+    u = [s.variable / s.cpu for s in group]
+    v = [s.stages / s.cpu for s in group]
+    return (math.fsum(u) - beta * math.fsum(x * y for x, y in zip(u, v))) / math.fsum(x * x for x in u)
 
 
 def fit(own: Sequence[Sample], declared: float, others: Sequence[Sample] = ()) -> Calibration:
@@ -107,39 +132,40 @@ def fit(own: Sequence[Sample], declared: float, others: Sequence[Sample] = ()) -
     ``others``: fragments of other jobs run on the same Spark (their ``job`` tells them apart).
     Each job has its own rate ``α_j`` (its query's work per model second), and all share the rate
     per stage ``β`` (a property of the cluster). The fit minimises ``Σ (α_j·x + β·s − y)² / y²``:
-    for a given ``β`` each ``α_j`` has a closed form, and what remains is linear in ``β``."""
-    n, everything = len(own), [*own, *others]
+    for a given ``β`` each ``α_j`` has a closed form, and what remains is linear in ``β``.
+
+    A job of one fragment says nothing about ``β`` (its ``α`` fits it exactly), so only jobs of
+    two or more count; another job whose own rate comes out negative contradicts the model and is
+    left out, once. The fit needs :data:`MIN_FRAGMENTS` fragments, less one per job: the
+    residual degrees of freedom beyond the rates themselves."""
+    own = [s for s in own if _usable(s)]
+    n = len(own)
     if n < MIN_OWN:
-        return Calibration(None, n, len(everything), reason=f"{n} fragment{'s' if n != 1 else ''} of this job measured, "
-                                                            f"{MIN_OWN} needed")
-    if len(everything) < MIN_FRAGMENTS:
-        return Calibration(None, n, len(everything), reason=f"{len(everything)} fragments measured, {MIN_FRAGMENTS} needed")
-    jobs: dict[str, list[Sample]] = {}
-    for sample in everything:
-        jobs.setdefault(sample.job, []).append(sample)
+        return Calibration(None, n, n, reason=f"{n} fragment{'s' if n != 1 else ''} of this job measured, {MIN_OWN} needed")
     own_job = own[0].job
     if any(sample.job != own_job for sample in own):
         raise ValueError("the job's own samples must all carry its job")
-    # with u = x/y and v = s/y, each job's α_j(β) = (Σu − β·Σuv) / Σu²; the residual of a sample
-    # is then β·b − a, with a = 1 − u·Σu/Σu² and b = v − u·Σuv/Σu²
-    aa = ab = bb = vv = 0.0
-    for group in jobs.values():
-        u = [s.variable / s.cpu for s in group]
-        v = [s.stages / s.cpu for s in group]
-        uu, su, uv = math.fsum(x * x for x in u), math.fsum(u), math.fsum(x * y for x, y in zip(u, v))
-        for x, y in zip(u, v):
-            a, b = 1.0 - x * su / uu, y - x * uv / uu
-            aa, ab, bb, vv = aa + a * a, ab + a * b, bb + b * b, vv + y * y
-    if bb <= MIN_SPREAD * vv:
-        return Calibration(None, n, len(everything),
-                           reason="the fragments' work per stage is too alike to tell stages from bytes")
-    beta = ab / bb
-    u = [s.variable / s.cpu for s in own]
-    v = [s.stages / s.cpu for s in own]
-    alpha = (math.fsum(u) - beta * math.fsum(x * y for x, y in zip(u, v))) / math.fsum(x * x for x in u)
-    if alpha <= 0 or beta <= 0:
+    grouped: dict[str, list[Sample]] = {}
+    for sample in others:
+        if sample.job != own_job and _usable(sample):
+            grouped.setdefault(sample.job, []).append(sample)
+    jobs = [own, *(group for group in grouped.values() if len(group) >= 2)]
+    beta, spread = _rate_per_stage(jobs)
+    if beta > 0:
+        kept = [jobs[0], *(group for group in jobs[1:] if _rate_of_work(group, beta) > 0)]
+        if len(kept) < len(jobs):
+            jobs = kept
+            beta, spread = _rate_per_stage(jobs)
+    pooled = sum(len(group) for group in jobs)
+    if pooled - len(jobs) < MIN_FRAGMENTS - 1:
+        return Calibration(None, n, pooled, reason=f"{pooled} fragments measured in {len(jobs)} job{'s' if len(jobs) > 1 else ''}, "
+                                                   f"{MIN_FRAGMENTS} needed in one job (one more per other job)")
+    if spread <= MIN_SPREAD:
+        return Calibration(None, n, pooled, reason="the fragments' work per stage is too alike to tell stages from bytes")
+    alpha = _rate_of_work(own, beta)
+    if alpha <= 0 or not beta > 0:
         which = "this job's variable work" if alpha <= 0 else "stages"
-        return Calibration(None, n, len(everything), alpha, beta, reason=f"the fit gives {which} no positive cost")
+        return Calibration(None, n, pooled, alpha, beta, reason=f"the fit gives {which} no positive cost")
     errors = sorted(abs(alpha * s.variable + beta * s.stages - s.cpu) / s.cpu for s in own)
     stage = beta / alpha * 1e9
     note = ""
@@ -147,7 +173,11 @@ def fit(own: Sequence[Sample], declared: float, others: Sequence[Sample] = ()) -
     if declared > 0 and not low <= stage <= high:
         note = f", held to {BOUNDS:.0f}x the declared value from {stage / 1e9:.3g} s"
         stage = min(max(stage, low), high)
-    return Calibration(stage, n, len(everything), alpha, beta, errors[len(errors) // 2], note)
+    return Calibration(stage, n, pooled, alpha, beta, errors[len(errors) // 2], note)
+
+
+def _usable(sample: Sample) -> bool:
+    return all(math.isfinite(x) and x > 0 for x in (sample.variable, sample.stages, sample.cpu))
 
 
 def other_jobs(workdir: Path, own: Path) -> dict[str, list[dict[str, Any]]]:

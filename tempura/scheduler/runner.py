@@ -127,7 +127,6 @@ class Runner:
         self._prepared: Prepared | None = None
         self._plans: dict[tuple[str, int], MultiTimePlan] = {}
         self._schemas: dict[str, StructType] = {}
-        self._stage: float | None = None  # the calibrated stage cost the last planning used
         self.output = None
         if spec.model.output is not None and not simulate:
             out = spec.model.output
@@ -274,6 +273,7 @@ class Runner:
                 "mode": "simulate" if self.simulate else "schedule",
                 "method": plan.method,
                 "plan_id": plan_id(plan),
+                "stage_cost": plan.constants.stage,  # the cost per stage it was planned with (model ns)
                 "estimated_seconds": plan.cost.times[index - 1] / 1e9,
                 "wall_seconds": work.wall_seconds,
                 "cpu_seconds": work.cpu_seconds,
@@ -379,15 +379,16 @@ class Runner:
         errors: dict[str, TempuraError] = {}
         constants, calibration = calibrated(self.spec.cost_constants, self.spec.model.cost, self.history.fragments(),
                                             other_jobs(self.workdir, self.store.history_path))
-        if calibration is not None:  # say so when the stage cost moves noticeably from the last planning's
-            pinned = self.spec.cost_constants.stage
-            before, now = self._stage or pinned, calibration.stage or pinned
-            if before > 0 and abs(now / before - 1.0) > NOTICEABLE:
-                reasons.append(calibration.describe(pinned))
-            self._stage = calibration.stage
+        stage = self.spec.cost_constants.stage  # as declared
+        if calibration is not None:  # a reason when the stage cost moved from the last committed plan's
+            before = float((previous or {}).get("run", {}).get("stage_cost") or stage)
+            if before > 0 and abs(constants.stage / before - 1.0) > NOTICEABLE:
+                reasons.append(calibration.describe(stage))
         plans = plan_spec(prepared, [self.method], output=output, errors=errors, resume=resume, constants=constants)
         if self.method not in plans:
             raise errors.get(self.method) or RunError(f"method {self.method} has no plan for this query")
+        if calibration is not None:
+            plans[self.method].notes.append(calibration.describe(stage))
         return plans[self.method], reasons
 
     def _reoptimize(self, cycle: Cycle, index: int, plan: MultiTimePlan, result: PointResult) -> None:
