@@ -193,3 +193,18 @@ def test_the_job_history_calibrates_the_stage_cost(spec: Path) -> None:
     assert pinned["cost_constants"]["stage"] == 2e9 and not any("stage cost" in n for n in pinned["notes"])
     spec.write_text(SPEC + "cost: {stage: 3e9}\n", encoding="utf-8")
     assert json.loads(plan(spec, "--format", "json"))["cost_constants"]["stage"] == 3e9
+
+
+def test_history_ends_with_the_calibration_its_fragments_support(spec: Path) -> None:
+    """``tempura history`` lists each fragment's estimated and measured stages and ends with the
+    stage cost the job's history supports; a spec that pins the stage says so instead."""
+    workdir = spec.parent / "w"
+    write_history(workdir / "jobs" / "gross_by_category" / "history.sqlite", alpha=2e-3, beta=0.03)
+    result = CliRunner(env={"COLUMNS": "300"}).invoke(main, ["history", str(spec), "--fragments", "--workdir", str(workdir)])
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"stage cost calibrated from {len(SHAPES)} fragments: 15 s per stage"), last
+    assert "est. stages" in result.output
+    spec.write_text(SPEC + "cost: {stage: 3e9}\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["history", str(spec), "--workdir", str(workdir)])
+    assert result.output.strip().splitlines()[-1] == "stage cost set by the spec: 3 s per stage"
