@@ -596,7 +596,7 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
     from rich.table import Table
 
     from tempura.scheduler import load_spec
-    from tempura.scheduler.calibration import calibrated, other_jobs
+    from tempura.scheduler.calibration import for_job
     from tempura.scheduler.history import History
     from tempura.scheduler.runner import job_folder
 
@@ -628,8 +628,7 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
                            "" if f.get("estimated_stages") is None else f"{f['estimated_stages']:.0f}",
                            "" if f.get("stages") is None else str(f["stages"]), str(f["bytes_in"]), str(f["bytes_out"]))
         console.print(detail)
-    _, calibration = calibrated(loaded.cost_constants, loaded.model.cost, history.fragments(),
-                                other_jobs(Path(workdir), history.path))
+    _, calibration = for_job(loaded.cost_constants, loaded.model.cost, Path(workdir), history.path)
     click.echo(calibration.describe(loaded.cost_constants.stage) if calibration is not None
                else f"stage cost set by the spec: {loaded.cost_constants.stage / 1e9:.3g} s per stage")
 
@@ -662,8 +661,7 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     from tempura.mqo import MqoOptions
     from tempura.runtime.store import JobStore
     from tempura.scheduler import load_spec
-    from tempura.scheduler.calibration import calibrated, other_jobs
-    from tempura.scheduler.history import History
+    from tempura.scheduler.calibration import for_job
     from tempura.scheduler.planning import analyze_sources, job_folder, needs_spark, plan_spec, prepare, stale_sources
     from tempura.scheduler.spec import parse_size
     from tempura.stats.store import file_state
@@ -680,9 +678,7 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     stats_root = job_folder(workdir, loaded)
     # and the stage cost its run history supports, unless the spec or --cost sets it
     pinned = set(loaded.model.cost) | {item.split("=", 1)[0].strip() for item in cost}
-    own = JobStore(stats_root).history_path
-    constants, calibration = calibrated(constants, pinned, History(own, read_only=True).fragments(),
-                                        other_jobs(Path(workdir), own))
+    constants, calibration = for_job(constants, pinned, Path(workdir), JobStore(stats_root).history_path)
     readable = [name for name, table in loaded.catalog().tables.items() if file_state(table) is not None]
     stale = [name for name in stale_sources(loaded, stats_root) if name in readable]
     spark = None

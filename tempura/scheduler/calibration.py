@@ -22,7 +22,7 @@ the planner: scaling every constant alike changes no choice.
 The fit is refused (the declared constant stays) when it cannot tell the two kinds apart:
 
 - fewer than :data:`MIN_OWN` fragments of the job with measurable CPU time, or fewer than
-  :data:`MIN_FRAGMENTS` in all less one per other job (a job of one fragment counts for
+  :data:`MIN_FRAGMENTS` in all plus one per other job (a job of one fragment counts for
   nothing: its own rate fits it exactly);
 - stages that the jobs' variable work explains (every fragment of a job with about the same
   variable work per stage): the squared norm of the stage column left after each job's work
@@ -102,15 +102,20 @@ def samples(rows: Iterable[Mapping[str, Any]], job: str = "") -> list[Sample]:
     return out[-WINDOW:]
 
 
+def _weighted(group: Sequence[Sample]) -> tuple[list[float], list[float]]:
+    """The work and stage columns of a job, each fragment divided by its CPU (``u = x/y``,
+    ``v = s/y``): least squares on them is least squares on the relative error."""
+    return [s.variable / s.cpu for s in group], [s.stages / s.cpu for s in group]
+
+
 def _rate_per_stage(jobs: Iterable[Sequence[Sample]]) -> tuple[float, float]:
     """``β`` of the joint fit over ``jobs``, and the share of the stage column (its squared norm)
     that the jobs' own work columns leave to it."""
-    # with u = x/y and v = s/y, each job's α_j(β) = (Σu − β·Σuv) / Σu²; the residual of a sample
-    # is then β·b − a, with a = 1 − u·Σu/Σu² and b = v − u·Σuv/Σu²
+    # each job's α_j(β) = (Σu − β·Σuv) / Σu²; the residual of a sample is then β·b − a, with
+    # a = 1 − u·Σu/Σu² and b = v − u·Σuv/Σu²
     ab = bb = vv = 0.0
     for group in jobs:
-        u = [s.variable / s.cpu for s in group]
-        v = [s.stages / s.cpu for s in group]
+        u, v = _weighted(group)
         uu, su, uv = math.fsum(x * x for x in u), math.fsum(u), math.fsum(x * y for x, y in zip(u, v))
         for x, y in zip(u, v):
             a, b = 1.0 - x * su / uu, y - x * uv / uu
@@ -120,8 +125,7 @@ def _rate_per_stage(jobs: Iterable[Sequence[Sample]]) -> tuple[float, float]:
 
 def _rate_of_work(group: Sequence[Sample], beta: float) -> float:
     """``α`` of one job given ``β``."""
-    u = [s.variable / s.cpu for s in group]
-    v = [s.stages / s.cpu for s in group]
+    u, v = _weighted(group)
     return (math.fsum(u) - beta * math.fsum(x * y for x, y in zip(u, v))) / math.fsum(x * x for x in u)
 
 
@@ -136,8 +140,8 @@ def fit(own: Sequence[Sample], declared: float, others: Sequence[Sample] = ()) -
 
     A job of one fragment says nothing about ``β`` (its ``α`` fits it exactly), so only jobs of
     two or more count; another job whose own rate comes out negative contradicts the model and is
-    left out, once. The fit needs :data:`MIN_FRAGMENTS` fragments, less one per job: the
-    residual degrees of freedom beyond the rates themselves."""
+    left out, once. The fit needs :data:`MIN_FRAGMENTS` fragments in one job and one more per
+    other job: residual degrees of freedom beyond the rates themselves."""
     own = [s for s in own if _usable(s)]
     n = len(own)
     if n < MIN_OWN:
@@ -196,6 +200,13 @@ def calibrate(rows: Iterable[Mapping[str, Any]], declared: float,
     return fit(samples(rows), declared, others)
 
 
+def for_job(constants: CostConstants, pinned: Iterable[str], workdir: Path, history: Path
+            ) -> tuple[CostConstants, Calibration | None]:
+    """:func:`calibrated` for the job whose history is at ``history``, with the fragments of
+    every other history under ``workdir``."""
+    return calibrated(constants, pinned, History(history, read_only=True).fragments(), other_jobs(workdir, history))
+
+
 def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[Mapping[str, Any]],
                other_jobs: Mapping[str, Iterable[Mapping[str, Any]]] | None = None
                ) -> tuple[CostConstants, Calibration | None]:
@@ -210,5 +221,5 @@ def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[M
     return dataclasses.replace(constants, stage=found.stage), found
 
 
-__all__ = ["BOUNDS", "MIN_FRAGMENTS", "MIN_OWN", "Calibration", "Sample", "calibrate", "calibrated", "fit", "other_jobs",
-           "samples"]
+__all__ = ["BOUNDS", "MIN_FRAGMENTS", "MIN_OWN", "Calibration", "Sample", "calibrate", "calibrated", "fit", "for_job",
+           "other_jobs", "samples"]

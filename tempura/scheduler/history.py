@@ -166,13 +166,13 @@ class History:
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        if self.read_only:
-            try:
-                with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-                    db.row_factory = sqlite3.Row
-                    return [dict(r) for r in db.execute(sql, params).fetchall()]
-            except sqlite3.Error:  # not (yet) a history: nothing to read
-                return []
-        with closing(self._connect()) as db:
-            db.row_factory = sqlite3.Row
-            return [dict(r) for r in db.execute(sql, params).fetchall()]
+        try:
+            connection = (sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True) if self.read_only
+                          else self._connect())
+            with closing(connection) as db:
+                db.row_factory = sqlite3.Row
+                return [dict(r) for r in db.execute(sql, params).fetchall()]
+        except sqlite3.Error:
+            if not self.read_only:
+                raise
+            return []  # another job's file that is not (yet) a readable history: nothing to read

@@ -45,7 +45,7 @@ from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
 from tempura.scheduler.planning import (Prepared, analyze_sources, arrival_bounds, expected_empty, job_folder, plan_spec,
                                         prepare, stale_sources)
-from tempura.scheduler.calibration import calibrated, other_jobs
+from tempura.scheduler.calibration import for_job
 from tempura.scheduler.reoptimize import NOTICEABLE, Measured, scaled_lookup, updated
 from tempura.scheduler.spec import Cycle, StandingQuery
 from tempura.stats import Estimator
@@ -377,8 +377,8 @@ class Runner:
         resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved.values() if s.key))
         output = self.spec.model.output.mode if self.spec.model.output is not None else "snapshot"
         errors: dict[str, TempuraError] = {}
-        constants, calibration = calibrated(self.spec.cost_constants, self.spec.model.cost, self.history.fragments(),
-                                            other_jobs(self.workdir, self.store.history_path))
+        constants, calibration = for_job(self.spec.cost_constants, self.spec.model.cost, self.workdir,
+                                         self.store.history_path)
         stage = self.spec.cost_constants.stage  # as declared
         if calibration is not None:  # a reason when the stage cost moved from the last committed plan's
             before = float((previous or {}).get("run", {}).get("stage_cost") or stage)
