@@ -4,7 +4,8 @@ Each operator is built over ``Scan`` leaves of small temporary views, lowered to
 algebra (``lower_plan``), printed as Spark SQL and run; its rows are compared with a result
 computed independently: by hand, by the Z-set reference of ``tempura.tvr.zset``, from the table
 of partial states in ``tempura.tvr.partials``' docstring, or by Spark's own aggregate over the
-merged bag. The key property is ``Finalize(StateMerge(PS(A), VD(ΔA))) = γ(A +# ΔA)``, checked on
+merged bag. The key property is ``Finalize(StateMerge(PS(A), VD(ΔA))) = γ(A +# ΔA)`` — and the
+same with ``ΔA``'s rows (``StateRows``) in place of ``VD(ΔA)`` — checked on
 examples (NULLs, decimals, a group deleted entirely) and by hypothesis.
 """
 
@@ -32,6 +33,7 @@ from tempura.tvr.operators import (
     SourceRead,
     StateAggregate,
     StateMerge,
+    StateRows,
     ToDelta,
     ZApply,
     lower_plan,
@@ -334,15 +336,17 @@ MERGE_DELTA: list[tuple[Row, int]] = [
 
 
 def merged_plan(
-    spark: Any, name: str, bag: Sequence[Row], delta: Sequence[tuple[Row, int]], keys: tuple[str, ...], calls: tuple[AggregateCall, ...]
+    spark: Any, name: str, bag: Sequence[Row], delta: Sequence[tuple[Row, int]], keys: tuple[str, ...], calls: tuple[AggregateCall, ...],
+    direct: bool = False,
 ) -> tuple[LogicalPlan, Scan]:
-    """``Finalize(StateMerge(PS(bag), VD(delta)))`` over views of ``bag`` and ``delta``, and a
-    scan of a view of ``bag +# delta`` computed by the Z-set reference."""
+    """``Finalize(StateMerge(PS(bag), VD(delta)))`` — or, ``direct``, the merge of the delta's
+    rows (``StateRows``) — over views of ``bag`` and ``delta``, and a scan of a view of
+    ``bag +# delta`` computed by the Z-set reference."""
     a = view(spark, f"{name}_a", AGG_COLUMNS, bag)
     da = view(spark, f"{name}_da", AGG_COLUMNS + [(MULT, "bigint")], [(*r, m) for r, m in delta])
     merged = view(spark, f"{name}_merged", AGG_COLUMNS, zset.apply(bag, zset.consolidate(delta)))
     partial = StateAggregate(a, keys, calls, signed=False)
-    value_delta = StateAggregate(da, keys, calls, signed=True)
+    value_delta = StateRows(da, keys, calls) if direct else StateAggregate(da, keys, calls, signed=True)
     plan = Finalize(StateMerge(partial, value_delta, keys, calls), keys, calls, finalize_fields(a, keys, calls))
     return plan, merged
 
@@ -369,8 +373,9 @@ def test_finalize_of_partial_states_is_the_aggregate(spark: Any) -> None:
     assert types == expected_types
 
 
-def test_merge_then_finalize_equals_the_aggregate_of_the_merged_bag(spark: Any) -> None:
-    plan, merged = merged_plan(spark, "mf", MERGE_BAG, MERGE_DELTA, ("k",), MERGE_CALLS)
+@pytest.mark.parametrize("direct", [False, True], ids=["value-delta", "delta-rows"])
+def test_merge_then_finalize_equals_the_aggregate_of_the_merged_bag(spark: Any, direct: bool) -> None:
+    plan, merged = merged_plan(spark, "mf", MERGE_BAG, MERGE_DELTA, ("k",), MERGE_CALLS, direct)
     actual, types = run(spark, plan)
     expected, expected_types = spark_aggregate(spark, merged.table, ("k",), MERGE_CALLS)
     assert_same_rows(expected, actual)
@@ -383,19 +388,21 @@ def test_merge_then_finalize_equals_the_aggregate_of_the_merged_bag(spark: Any) 
     assert by_key[None][5] == D("29999999999999.97")
 
 
-def test_merge_then_finalize_with_min_and_max_over_an_insert_only_delta(spark: Any) -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["value-delta", "delta-rows"])
+def test_merge_then_finalize_with_min_and_max_over_an_insert_only_delta(spark: Any, direct: bool) -> None:
     inserts = [(r, m) for r, m in MERGE_DELTA if m > 0]
     calls = MERGE_CALLS + MIN_MAX_CALLS
-    plan, merged = merged_plan(spark, "mm", MERGE_BAG, inserts, ("k",), calls)
+    plan, merged = merged_plan(spark, "mm", MERGE_BAG, inserts, ("k",), calls, direct)
     actual, types = run(spark, plan)
     expected, expected_types = spark_aggregate(spark, merged.table, ("k",), calls)
     assert_same_rows(expected, actual)
     assert types == expected_types
 
 
-def test_scalar_merge_then_finalize_after_deleting_every_row(spark: Any) -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["value-delta", "delta-rows"])
+def test_scalar_merge_then_finalize_after_deleting_every_row(spark: Any, direct: bool) -> None:
     delta = [(r, -m) for r, m in Counter(MERGE_BAG).items()]
-    plan, merged = merged_plan(spark, "ms", MERGE_BAG, delta, (), MERGE_CALLS)
+    plan, merged = merged_plan(spark, "ms", MERGE_BAG, delta, (), MERGE_CALLS, direct)
     actual, _ = run(spark, plan)
     expected, _ = spark_aggregate(spark, merged.table, (), MERGE_CALLS)
     assert expected == [(None, 0, 0, None, None, None)]
@@ -424,6 +431,9 @@ def test_the_golden_example_summary(spark: Any) -> None:
     assert_same_rows([("c1", 280), ("c2", 150)], rows_of(spark, Finalize(ps1, keys, calls, fields)))
     assert_same_rows([("c1", -15), ("c2", 350)], rows_of(spark, Finalize(vd12, keys, calls, fields)))
     assert_same_rows([("c1", 265), ("c2", 500)], rows_of(spark, Finalize(StateMerge(ps1, vd12, keys, calls), keys, calls, fields)))
+    # The delta's rows merge into the kept states to the same summary.
+    direct = StateMerge(ps1, StateRows(delta, keys, calls), keys, calls)
+    assert_same_rows([("c1", 265), ("c2", 500)], rows_of(spark, Finalize(direct, keys, calls, fields)))
 
 
 # -- the key property, by hypothesis --------------------------------------------------------------
@@ -457,9 +467,9 @@ def bags_and_deltas(draw: st.DrawFn) -> tuple[list[Row], list[tuple[Row, int]], 
 
 
 @settings(max_examples=25, deadline=None, database=None)
-@given(case=bags_and_deltas(), keyed=st.booleans())
+@given(case=bags_and_deltas(), keyed=st.booleans(), direct=st.booleans())
 def test_finalize_of_merged_states_is_the_aggregate_of_the_merged_bag(
-    spark: Any, case: tuple[list[Row], list[tuple[Row, int]], bool], keyed: bool
+    spark: Any, case: tuple[list[Row], list[tuple[Row, int]], bool], keyed: bool, direct: bool
 ) -> None:
     bag, delta, insert_only = case
     keys = ("k",) if keyed else ()
@@ -467,7 +477,8 @@ def test_finalize_of_merged_states_is_the_aggregate_of_the_merged_bag(
     a = view(spark, "prop_a", BAG_COLUMNS, bag)
     da = view(spark, "prop_da", Z_COLUMNS, [(*r, m) for r, m in delta])
     view(spark, "prop_merged", BAG_COLUMNS, zset.apply(bag, zset.consolidate(delta)))
-    merged = StateMerge(StateAggregate(a, keys, calls, False), StateAggregate(da, keys, calls, True), keys, calls)
+    change = StateRows(da, keys, calls) if direct else StateAggregate(da, keys, calls, True)
+    merged = StateMerge(StateAggregate(a, keys, calls, False), change, keys, calls)
     plan = lower_plan(Finalize(merged, keys, calls, finalize_fields(a, keys, calls)))
     # Both sides in one Spark job, to keep the examples fast.
     both = spark.sql(

@@ -59,7 +59,7 @@ from tempura.algebra import (
 from tempura.memo import GroupRef, Memo
 from tempura.stats.model import Kind, kind_of
 from tempura.stats.values import NotConstant, coerce, constant, encode_date, encode_timestamp
-from tempura.tvr.operators import Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, ToDelta, ZApply
+from tempura.tvr.operators import Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, StateRows, ToDelta, ZApply
 from tempura.tvr.time import TimeValue
 
 
@@ -557,7 +557,7 @@ class Prover:
             return out
         if isinstance(expr, (ToDelta, Consolidate)):
             return self._input(expr.input)
-        if isinstance(expr, (StateAggregate, Finalize)):
+        if isinstance(expr, (StateAggregate, StateRows, Finalize)):
             below = self._input(expr.input)
             return {k: below[k] for k in expr.keys if k in below}
         if isinstance(expr, (StateMerge, ZApply)):
@@ -620,7 +620,7 @@ class Prover:
             return out
         if isinstance(expr, (ToDelta, Consolidate)):
             return self._input_keys(expr.input)
-        if isinstance(expr, (StateAggregate, Finalize)):
+        if isinstance(expr, (StateAggregate, StateRows, Finalize)):
             return {k: s for k, s in self._input_keys(expr.input).items() if k[0] in expr.keys}
         if isinstance(expr, (StateMerge, ZApply)):
             return _hull(self._input_keys(expr.left), self._input_keys(expr.right))
@@ -682,7 +682,7 @@ class Prover:
             return self._input_empty(expr.left) or self._input_empty(expr.right)
         if isinstance(expr, Except):
             return self._input_empty(expr.left)
-        if isinstance(expr, (ToDelta, Consolidate, Finalize)):
+        if isinstance(expr, (ToDelta, Consolidate, Finalize, StateRows)):
             return self._input_empty(expr.input)
         if isinstance(expr, StateAggregate):
             return bool(expr.keys) and self._input_empty(expr.input)
@@ -755,7 +755,7 @@ class Prover:
         if isinstance(expr, Project):
             below = self._input_non_null(expr.input)
             return {p.field.name for p in expr.projections if column_name(p.expression) in below}
-        if isinstance(expr, (Aggregate, StateAggregate, Finalize)):
+        if isinstance(expr, (Aggregate, StateAggregate, StateRows, Finalize)):
             return set(expr.keys) & self._input_non_null(expr.input)
         if isinstance(expr, Join):
             names = set(expr.schema.names)

@@ -10,6 +10,8 @@ the multiplicity column :data:`~tempura.tvr.zset.MULT` is just a column to them.
 - :class:`Consolidate` — ``+#`` within one Z-set;
 - :class:`ZApply` — ``SS +# SD`` as a bag (a plain union when every multiplicity is ``+1``);
 - :class:`StateAggregate` — partial aggregate states of a bag (``PS``) or a Z-set (``VD``);
+- :class:`StateRows` — a Z-set's rows as the per-row values of partial states: a value delta not
+  yet aggregated, which a :class:`StateMerge` aggregates together with the states it updates;
 - :class:`StateMerge` — ``+sum`` of two partial-state relations;
 - :class:`Finalize` — partial states to the aggregate's rows.
 
@@ -39,7 +41,7 @@ from tempura.algebra import (
     Union,
     col,
 )
-from tempura.tvr.partials import ROWS, ROWS_FIELD, finalize, partial_columns, rows_column
+from tempura.tvr.partials import ROWS, ROWS_FIELD, finalize, partial_columns, row_count, rows_column
 from tempura.tvr.zset import MULT, MULT_FIELD
 
 
@@ -238,6 +240,43 @@ def state_schema(input_schema: Schema, keys: tuple[str, ...], calls: tuple[Aggre
 
 
 @dataclass(frozen=True, eq=False)
+class StateRows(TvrOperator):
+    """A Z-set's rows as partial-state rows of ``γ(keys; calls)``, one per input row: each
+    partial column holds the row's own contribution (``x·m``, ``m`` if ``x`` is not null, ``x``)
+    and :data:`ROWS` its multiplicity. Merged by ``+sum``, these rows and the value delta
+    ``γ_partial(Z)`` (:class:`StateAggregate`, signed) update kept states alike, so
+    ``PS[v-1] +sum StateRows(ΔR)`` is ``PS[v]`` with one aggregation fewer: the merge's own
+    partial aggregation does the delta's."""
+
+    input: LogicalPlan
+    keys: tuple[str, ...]
+    calls: tuple[AggregateCall, ...]
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return (self.input,)
+
+    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
+        (child,) = inputs
+        return StateRows(child, self.keys, self.calls)
+
+    def _derive_schema(self) -> Schema:
+        return state_schema(self.input.schema, self.keys, self.calls)
+
+    def details(self) -> str:
+        return f"keys=[{', '.join(self.keys)}]"
+
+    def lower(self, inputs: Sequence[LogicalPlan]) -> LogicalPlan:
+        (child,) = inputs
+        fields = child.schema
+        out = [Projection(fields.field(k), col(k)) for k in self.keys]
+        for call in self.calls:
+            out.extend(Projection(part.field, part.from_row) for part in partial_columns(call, self.input.schema))
+        out.append(Projection(ROWS_FIELD, row_count()))
+        return Project(child, tuple(out))
+
+
+@dataclass(frozen=True, eq=False)
 class StateMerge(TvrOperator):
     """``left +sum right`` for partial states of ``γ(keys; calls)``; a keyed group whose row count
     reaches 0 disappears."""
@@ -264,7 +303,8 @@ class StateMerge(TvrOperator):
     def lower(self, inputs: Sequence[LogicalPlan]) -> LogicalPlan:
         left, right = inputs
         fields = tuple(left.schema.fields)
-        both = Union(left, _keep(right, list(left.schema.names)), True, fields)
+        names = list(left.schema.names)
+        both = Union(left, right if list(right.schema.names) == names else _keep(right, names), True, fields)
         calls = []
         for call in self.calls:
             for part in partial_columns(call):

@@ -12,6 +12,12 @@ output (SEMANTICS.md, ``+sum``). Every partial-state relation also counts the ro
 | ``AVG(x)`` | ``sum``, ``n`` | as SUM | add | ``sum / n`` in Spark's result type |
 | ``MIN(x)``, ``MAX(x)`` | ``v`` | ``MIN(x)`` / ``MAX(x)`` | min / max | ``v`` |
 
+Every partial column computed from a Z-set is itself a merge over the Z-set's rows of a per-row
+value (``PartialColumn.from_row``: ``x·m``, ``m if x not null``, ``x``), cast to the column's
+type. A Z-set projected to those values is therefore a value delta that is not yet aggregated:
+merging it into kept states gives the same states as merging its aggregate
+(:class:`~tempura.tvr.operators.StateRows`).
+
 MIN and MAX merge only while their input is insert-only (:func:`mergeable`); the rules plan a
 recompute of the aggregate otherwise. ``DISTINCT`` calls, ``FILTER`` clauses and other functions
 have no partial state here (:func:`has_partial_state`), so an aggregate with them is recomputed.
@@ -41,6 +47,7 @@ class PartialColumn:
     from_bag: exp.Expr
     from_zset: exp.Expr
     merge: exp.Expr  # an aggregate over the column itself, applied to the union of two states
+    from_row: exp.Expr  # one Z-set row's contribution: ``merge`` over these is ``from_zset``
 
 
 def _argument(call: AggregateCall) -> exp.Expr | None:
@@ -81,8 +88,10 @@ def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> 
     fn = call.function
     arg = _argument(call)
     count_name = f"{name}__n"
+    signed_count = _nonnull_count(arg, True)
     count = PartialColumn(
-        Field(count_name, "bigint", True), _nonnull_count(arg, False), _nonnull_count(arg, True), exp.Sum(this=col(count_name))
+        Field(count_name, "bigint", True), _nonnull_count(arg, False), signed_count, exp.Sum(this=col(count_name)),
+        exp.cast(signed_count.this.copy(), "bigint"),
     )
     if fn == "count":
         return [count]
@@ -98,10 +107,12 @@ def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> 
             # SUM widens decimals (and a product with the multiplicity): keep the declared type
             return exp.cast(exp.Sum(this=of), sum_type) if decimal else exp.Sum(this=of)
 
-        return [PartialColumn(Field(sum_name, sum_type, True), total(plain), total(signed), total(col(sum_name))), count]
+        return [PartialColumn(Field(sum_name, sum_type, True), total(plain), total(signed), total(col(sum_name)),
+                              exp.cast(signed.copy(), sum_type)), count]
     value_name = f"{name}__v"
     agg = exp.Min if fn == "min" else exp.Max
-    return [PartialColumn(Field(value_name, call.field.type, True), agg(this=arg.copy()), agg(this=arg.copy()), agg(this=col(value_name)))]
+    return [PartialColumn(Field(value_name, call.field.type, True), agg(this=arg.copy()), agg(this=arg.copy()), agg(this=col(value_name)),
+                          exp.cast(arg.copy(), call.field.type))]
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
@@ -139,3 +150,8 @@ def finalize(call: AggregateCall, input_schema: Schema | None = None) -> exp.Exp
 
 def rows_column(signed: bool) -> exp.Expr:
     return exp.Sum(this=col(MULT)) if signed else exp.Count(this=exp.Star())
+
+
+def row_count() -> exp.Expr:
+    """One Z-set row's contribution to :data:`ROWS`: its multiplicity."""
+    return exp.cast(col(MULT), "bigint")
