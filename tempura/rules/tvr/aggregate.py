@@ -25,7 +25,7 @@ from tempura.algebra.expressions import conjoin
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
 from tempura.tvr.forms import Form, FormKind, PartialSnapshot
-from tempura.tvr.operators import Consolidate, Finalize, StateAggregate, StateMerge, ToDelta
+from tempura.tvr.operators import Consolidate, Finalize, StateAggregate, StateMerge, StateRows, ToDelta
 from tempura.tvr.partials import has_partial_state, mergeable
 from tempura.tvr.zset import MULT_FIELD
 
@@ -100,7 +100,11 @@ class ValueDeltaRule(TvrRule):
 
 
 class ValueDeltaMerge(TvrRule):
-    """``PS[v] ⇒ PS[v-1] +sum VD[v-1,v]``: the intra-TVR merge of value deltas."""
+    """``PS[v] ⇒ PS[v-1] +sum VD[v-1,v]``: the intra-TVR merge of value deltas; and
+    ``PS[v] ⇒ PS[v-1] +sum rows(ΔR)``, the same merge over the input's delta projected to
+    per-row partial values (:class:`StateRows`). The second aggregates the delta and the kept
+    states in one aggregation — one exchange fewer on Spark — unless the value delta is worth
+    computing on its own (kept, or read by more than the merge): the cost decides."""
 
     name = "tvr-value-delta-merge"
     produces = FormKind.PARTIAL
@@ -115,7 +119,11 @@ class ValueDeltaMerge(TvrRule):
         if old is None or delta is None:
             return []
         keys, calls = aggregate_parts(agg)
-        return [StateMerge(old, delta, keys, calls)]
+        merges: list[LogicalPlan] = [StateMerge(old, delta, keys, calls)]
+        rows = x.sd(x.child(agg.input), form.end) if _mergeable(x, agg) else None
+        if rows is not None:
+            merges.append(StateMerge(old, StateRows(rows, keys, calls), keys, calls))
+        return merges
 
 
 class FinalizeSnapshot(TvrRule):
