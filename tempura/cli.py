@@ -109,8 +109,9 @@ def query(catalog: str, dialect: str, sql: str, out: str | None, fmt: str, limit
         click.echo(f"(first {limit} rows shown)")
 
 
-def _cost_constants(values: tuple[str, ...], base: Mapping[str, object] | None = None) -> Any:
-    """The cost constants: the defaults, then ``base`` (a spec's ``cost``), then ``--cost``."""
+def _cost_constants(values: tuple[str, ...], base: Mapping[str, object] | None = None) -> tuple[Any, set[str]]:
+    """The cost constants — the defaults, then ``base`` (a spec's ``cost``), then ``--cost`` —
+    and the names ``base`` and ``--cost`` set."""
     from tempura.cost import CostConstants
 
     pairs: dict[str, object] = dict(base or {})
@@ -119,7 +120,7 @@ def _cost_constants(values: tuple[str, ...], base: Mapping[str, object] | None =
             raise TempuraError(f"--cost takes NAME=VALUE, got '{item}'")
         name, value = item.split("=", 1)
         pairs[name.strip()] = value.strip()
-    return CostConstants.from_mapping(pairs)
+    return CostConstants.from_mapping(pairs), set(pairs)
 
 
 workdir_option = click.option(
@@ -165,7 +166,7 @@ def explain(
     from tempura.explain import format_physical, format_trace, physical_json
     from tempura.sql import to_spark_sql
 
-    session = Session(catalog, dialect=dialect, workdir=workdir, cost_constants=_cost_constants(cost))
+    session = Session(catalog, dialect=dialect, workdir=workdir, cost_constants=_cost_constants(cost)[0])
     text = _read_sql(sql)
     bound = session.plan(text)
     if with_stats:
@@ -672,12 +673,11 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
         budget = parse_size(state_budget) if state_budget is not None else None
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--state-budget") from None
-    constants = _cost_constants(cost, loaded.model.cost)  # before any statistics are collected
+    constants, pinned = _cost_constants(cost, loaded.model.cost)  # before any statistics are collected
     # the statistics the job plans with: collected as 'tempura run' would, where the sources'
     # files have none yet (or changed since)
     stats_root = job_folder(workdir, loaded)
     # and the stage cost its run history supports, unless the spec or --cost sets it
-    pinned = set(loaded.model.cost) | {item.split("=", 1)[0].strip() for item in cost}
     constants, calibration = for_job(constants, pinned, Path(workdir), JobStore(stats_root).history_path)
     readable = [name for name, table in loaded.catalog().tables.items() if file_state(table) is not None]
     stale = [name for name in stale_sources(loaded, stats_root) if name in readable]

@@ -32,6 +32,21 @@ _TAG = re.compile(r".*@t(\d+)$")
 _INTERVAL = re.compile(r"i=(\d+)$")
 
 
+SIMULATIONS = "simulate-"  # a simulation of one method keeps its cycles and history in <job>/simulate-<method>
+
+
+def job_histories(workdir: Path) -> list[Path]:
+    """The run history of every job under ``workdir`` and of each of its simulations
+    (``jobs/<name>[/simulate-<method>]/history.sqlite``) that exists."""
+    found = []
+    for job in sorted((Path(workdir) / "jobs").glob("*")):
+        for folder in (job, *sorted(job.glob(SIMULATIONS + "*"))):
+            path = JobStore(folder).history_path
+            if path.is_file():
+                found.append(path)
+    return found
+
+
 class JobStore:
     """The folders of one standing query (``root`` = ``<workdir>/jobs/<name>``)."""
 

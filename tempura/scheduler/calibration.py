@@ -185,11 +185,12 @@ def _usable(sample: Sample) -> bool:
 
 
 def other_jobs(workdir: Path, own: Path) -> dict[str, list[dict[str, Any]]]:
-    """The fragments of every history under ``workdir``'s jobs but ``own`` (a job's, and its
-    simulations', ``jobs/<name>[/simulate-<method>]/history.sqlite``), read without writing."""
-    found = sorted({*Path(workdir).glob("jobs/*/history.sqlite"), *Path(workdir).glob("jobs/*/simulate-*/history.sqlite")})
+    """The fragments of every history under ``workdir``'s jobs but ``own`` (each job's and each
+    of its simulations', :func:`~tempura.runtime.store.job_histories`), read without writing."""
+    from tempura.runtime.store import job_histories
+
     mine = own.resolve()
-    return {str(path): History(path, read_only=True).fragments() for path in found if path.resolve() != mine}
+    return {str(path): History(path, read_only=True).fragments() for path in job_histories(workdir) if path.resolve() != mine}
 
 
 def calibrate(rows: Iterable[Mapping[str, Any]], declared: float,

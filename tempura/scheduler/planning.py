@@ -113,8 +113,10 @@ def hidden_columns(spec: StandingQuery, table: str) -> set[str]:
 def job_folder(workdir: str | Path, spec: StandingQuery, simulate_method: str | None = None) -> Path:
     """Where a job keeps its statistics, cycles and history; a simulation of one method keeps its
     cycles and history apart (the statistics of the sources are the job's)."""
+    from tempura.runtime.store import SIMULATIONS
+
     root = Path(workdir) / "jobs" / spec.name
-    return root / f"simulate-{simulate_method}" if simulate_method else root
+    return root / f"{SIMULATIONS}{simulate_method}" if simulate_method else root
 
 
 def stale_sources(spec: StandingQuery, stats_root: Path, spark: SparkSession | None = None) -> list[str]:
