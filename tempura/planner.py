@@ -38,7 +38,7 @@ from tempura.rules.physical import PartialAggregate, SparkImplementer
 from tempura.stats.estimate import Estimator
 from tempura.stats.relation import RelStats
 
-JoinHint = tuple[str, str]  # (strategy, side): ("BROADCAST", "right")
+JoinHint = tuple[str, str]  # (strategy, side): ("BROADCAST", "right"); a single-task sort's ("COALESCE", "1")
 
 
 def exploration_rules(dp_limit: int = DP_LIMIT) -> list[Rule]:

@@ -62,10 +62,11 @@ def test_normalized_query_equals_spark(session: Session, name: str) -> None:
 JOIN_OPERATORS = ("BroadcastHashJoin", "ShuffledHashJoin", "SortMergeJoin", "BroadcastNestedLoopJoin", "CartesianProduct")
 
 
-def spark_joins_and_scans(frame: object) -> tuple[list[tuple[str, str]], list[str]]:
+def spark_joins_and_scans(frame: object) -> tuple[list[tuple[str, str]], list[str], int]:
     """The joins (algorithm, build side) and scanned tables of Spark's executed plan, in the
-    order the plan prints them (pre-order, left before right). Exchange reuse is off while the
-    plan is made, so that a repeated subplan prints in full rather than as a reference."""
+    order the plan prints them (pre-order, left before right), and how many range exchanges (a
+    global sort's) it runs. Exchange reuse is off while the plan is made, so that a repeated
+    subplan prints in full rather than as a reference."""
     spark = frame.sparkSession  # type: ignore[attr-defined]
     spark.conf.set("spark.sql.exchange.reuse", "false")
     try:
@@ -74,7 +75,9 @@ def spark_joins_and_scans(frame: object) -> tuple[list[tuple[str, str]], list[st
         spark.conf.unset("spark.sql.exchange.reuse")
     joins: list[tuple[str, str]] = []
     scans: list[str] = []
+    ranges = 0
     for line in text.splitlines():
+        ranges += bool(re.search(r"Exchange rangepartitioning", line))
         op = next((o for o in JOIN_OPERATORS if re.search(rf"\b{o}\b", line)), None)
         if op is not None:
             build = re.search(r"Build(Left|Right)", line)
@@ -82,19 +85,24 @@ def spark_joins_and_scans(frame: object) -> tuple[list[tuple[str, str]], list[st
         scan = re.search(r"FileScan .*Location: [^\[]*\[[^\]]*?/([A-Za-z_]+)(?:\.parquet)?/?[\],]", line)
         if scan:
             scans.append(scan.group(1))
-    return joins, scans
+    return joins, scans, ranges
 
 
-def planned_joins_and_scans(plan: PhysicalPlan) -> tuple[list[tuple[str, str]], list[str]]:
+def planned_joins_and_scans(plan: PhysicalPlan) -> tuple[list[tuple[str, str]], list[str], int]:
+    """:func:`spark_joins_and_scans` of the memo's plan: a sort in one task (``Sort single``, the
+    ``COALESCE(1)`` hint) must run without the range exchange of a global sort."""
     joins: list[tuple[str, str]] = []
     scans: list[str] = []
+    ranges = 0
     for node in plan.walk():
         if node.operator in JOIN_OPERATORS:
             build = node.details.rsplit("build=", 1)[1] if "build=" in node.details else ""
             joins.append((node.operator, build))
         elif node.operator == "Scan":
             scans.append(node.details.split(" ", 1)[0])
-    return joins, scans
+        elif node.operator == "Sort" and node.details.startswith("global"):
+            ranges += 1
+    return joins, scans, ranges
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +118,8 @@ def planned_session(spark: object, tpch_catalog: Path, tmp_path_factory: pytest.
 @pytest.mark.parametrize("name", tpch.query_names())
 def test_optimized_query_equals_spark_and_runs_as_planned(planned_session: Session, name: str) -> None:
     """The memo's plan gives Spark's result, and Spark runs it as planned: the same joins with
-    the same algorithms and build sides, over the tables in the same order."""
+    the same algorithms and build sides, over the tables in the same order, and a range exchange
+    for each global sort (none for a sort in one task)."""
     session = planned_session
     text = tpch.query_text(name)
     planned = session.optimize(text)

@@ -273,8 +273,14 @@ class SparkSqlGenerator:
 
     def _compile_sort(self, plan: Sort) -> Block:
         block = self.compile(plan.input)
-        if block.order or block.limit is not None or block.offset:
+        hint = self._hints.get(plan)
+        if block.order or block.limit is not None or block.offset or (hint is not None and block.hints):
             block = self._wrap(block)
+        if hint is not None:
+            # COALESCE(n) binds to the query block below its ORDER BY: Spark sorts the coalesced
+            # partitions, and a global sort over one partition needs no range exchange.
+            strategy, count = hint
+            block.hints.append(exp.Anonymous(this=strategy, expressions=[exp.Literal.number(int(count))]))
         block.order = [
             exp.Ordered(this=substitute(k.expression, block.columns), desc=k.descending, nulls_first=k.nulls_first)
             for k in plan.keys
@@ -326,5 +332,6 @@ def to_spark_sql(query: Query, pretty: bool = False, hints: Mapping[LogicalPlan,
 
     ``hints`` maps join nodes of the plan to a Spark join strategy hint and the side it names
     (``("BROADCAST", "right")``); each hinted side becomes one named relation of its query block
-    so that the hint reaches exactly that join."""
+    so that the hint reaches exactly that join. A sort node may map to ``("COALESCE", "1")``: its
+    input block is coalesced to one partition and sorted there."""
     return SparkSqlGenerator(hints).generate(query).sql(dialect="spark", pretty=pretty)

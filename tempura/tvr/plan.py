@@ -21,7 +21,7 @@ from tempura.cost.vector import CostVector, Objective
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.time import TimePoints
 
-JoinHints = dict[LogicalPlan, tuple[str, str]]
+JoinHints = dict[LogicalPlan, tuple[str, str]]  # join strategies, and single-task sorts (planner.JoinHint)
 
 METHOD_ORDER = ("batch", "ivm", "ojv", "higher-order", "streaming")
 

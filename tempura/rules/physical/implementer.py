@@ -6,8 +6,11 @@ aggregate rules of their own modules it implements:
 - ``Scan`` as a file scan, ``Values`` as a local table scan;
 - ``Filter`` and ``Project`` in place, passing their consumer's requirement to their input
   (through the projection's renames) — Spark's narrow operators keep partitioning and order;
-- ``Sort`` as Spark's global sort (a range exchange, then a sort), and ``ORDER BY … LIMIT`` as
-  a top-k (``take-ordered``: Spark's ``TakeOrderedAndProject``);
+- ``Sort`` as Spark's global sort (a range exchange, then a sort) or, when its input is no
+  larger than what Spark would broadcast, as a sort in one task: the input's partitions
+  coalesced into one (``single-task-sort``, the ``COALESCE(1)`` hint), which a global sort needs
+  no exchange over — no sampling job, no shuffle stage; ``ORDER BY … LIMIT`` as a top-k (``take-ordered``:
+  Spark's ``TakeOrderedAndProject``);
 - ``Limit`` with a final gather; ``UNION ALL`` as a free concatenation; the other set operations
   as hash aggregation over both inputs.
 
@@ -62,11 +65,15 @@ from tempura.rules.physical.aggregate import HASH_AGGREGATE, PartialAggregate
 from tempura.stats.relation import RelStats
 
 TAKE_ORDERED = "take-ordered"
-RULES = (*joins.RULES, HASH_AGGREGATE, TAKE_ORDERED)
+SINGLE_TASK_SORT_RULE = "single-task-sort"
+RULES = (*joins.RULES, HASH_AGGREGATE, TAKE_ORDERED, SINGLE_TASK_SORT_RULE)
 
 
 def _keep(delivered: list[Props]) -> Props:
     return delivered[0]
+
+
+SINGLE_TASK_SORT = "COALESCE:1"  # the hint that sorts in one task: the input coalesced to one partition
 
 
 class SparkImplementer:
@@ -109,9 +116,13 @@ class SparkImplementer:
             return [self._project(expr, required)]
         if isinstance(expr, Sort):
             source = self._stats(expr.input)
+            child = self._child(expr.input, NO_PROPS)
             own = (c.shuffle(source) + c.sort(source)).with_rows(out.rows)
-            return [Alternative("Sort", f"global {expr.details()}", self._child(expr.input, NO_PROPS), own,
-                                _const(NO_PROPS), expr)]
+            sorts = [Alternative("Sort", f"global {expr.details()}", child, own, _const(NO_PROPS), expr)]
+            if self.enabled(SINGLE_TASK_SORT_RULE) and source.bytes <= c.k.broadcast_threshold:
+                sorts.append(Alternative("Sort", f"single {expr.details()}", child, c.sort(source).with_rows(out.rows),
+                                         _const(NO_PROPS), expr, hint=SINGLE_TASK_SORT, rule=SINGLE_TASK_SORT_RULE))
+            return sorts
         if isinstance(expr, Limit):
             return self._limit(group, expr)
         if isinstance(expr, SetOperation):
@@ -209,4 +220,4 @@ def _const(props: Props) -> Callable[[list[Props]], Props]:
     return lambda _d: props
 
 
-__all__ = ["RULES", "TAKE_ORDERED", "SparkImplementer"]
+__all__ = ["RULES", "SINGLE_TASK_SORT_RULE", "TAKE_ORDERED", "SparkImplementer"]
