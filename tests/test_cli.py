@@ -22,7 +22,7 @@ def test_explain_prints_the_physical_plan(catalog: Path, tmp_path: Path) -> None
     args = ["explain", "--catalog", str(catalog), "--workdir", str(tmp_path / "w"), "--trace", tpch.query_text("q05")]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("Sort global [revenue DESC NULLS LAST]")
+    assert result.output.startswith("Sort single [revenue DESC NULLS LAST]")
     assert "HashAggregate final keys=[n_name]" in result.output and "Exchange hashpartitioning(n_name)" in result.output
     assert "join-reorder on G" in result.output and "DPccp over 6 relations" in result.output
     assert "search: " in result.output and "rows=" in result.output and "cost=" in result.output
