@@ -22,6 +22,7 @@ already handles those operators.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -197,14 +198,12 @@ class ZApply(TvrOperator):
 
 
 @dataclass(frozen=True, eq=False)
-class StateAggregate(TvrOperator):
-    """Partial states of ``γ(keys; calls)`` over a bag, or over a Z-set when ``signed`` (a
-    value delta: every contribution weighted by its multiplicity)."""
+class _ToStates(TvrOperator):
+    """An operator from one input to partial-state rows of ``γ(keys; calls)``."""
 
     input: LogicalPlan
     keys: tuple[str, ...]
     calls: tuple[AggregateCall, ...]
-    signed: bool
 
     @property
     def inputs(self) -> tuple[LogicalPlan, ...]:
@@ -212,10 +211,18 @@ class StateAggregate(TvrOperator):
 
     def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
         (child,) = inputs
-        return StateAggregate(child, self.keys, self.calls, self.signed)
+        return dataclasses.replace(self, input=child)
 
     def _derive_schema(self) -> Schema:
         return state_schema(self.input.schema, self.keys, self.calls)
+
+
+@dataclass(frozen=True, eq=False)
+class StateAggregate(_ToStates):
+    """Partial states of ``γ(keys; calls)`` over a bag, or over a Z-set when ``signed`` (a
+    value delta: every contribution weighted by its multiplicity)."""
+
+    signed: bool
 
     def details(self) -> str:
         return f"{'VD' if self.signed else 'PS'} keys=[{', '.join(self.keys)}]"
@@ -240,28 +247,13 @@ def state_schema(input_schema: Schema, keys: tuple[str, ...], calls: tuple[Aggre
 
 
 @dataclass(frozen=True, eq=False)
-class StateRows(TvrOperator):
+class StateRows(_ToStates):
     """A Z-set's rows as partial-state rows of ``γ(keys; calls)``, one per input row: each
     partial column holds the row's own contribution (``x·m``, ``m`` if ``x`` is not null, ``x``)
     and :data:`ROWS` its multiplicity. Merged by ``+sum``, these rows and the value delta
     ``γ_partial(Z)`` (:class:`StateAggregate`, signed) update kept states alike, so
     ``PS[v-1] +sum StateRows(ΔR)`` is ``PS[v]`` with one aggregation fewer: the merge's own
     partial aggregation does the delta's."""
-
-    input: LogicalPlan
-    keys: tuple[str, ...]
-    calls: tuple[AggregateCall, ...]
-
-    @property
-    def inputs(self) -> tuple[LogicalPlan, ...]:
-        return (self.input,)
-
-    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
-        (child,) = inputs
-        return StateRows(child, self.keys, self.calls)
-
-    def _derive_schema(self) -> Schema:
-        return state_schema(self.input.schema, self.keys, self.calls)
 
     def details(self) -> str:
         return f"keys=[{', '.join(self.keys)}]"
