@@ -279,7 +279,8 @@ class IncrementalPlanner(Planner):
             self._prover.forget()
         committed = _committed_groups(memo, expansion, signatures, resume)
         implementer = TimedImplementer(memo, self.costs, objective, SparkImplementer(memo, self.costs, off_classic),
-                                       floor, {g: t for g, (t, _) in committed.items()}, self._prover)
+                                       floor, {g: t for g, (t, _) in committed.items()}, self._prover,
+                                       lambda table: not self.arrival.insert_only(table))
         search = Search(memo, implementer)
         for v, group in roots.items():
             if search.optimize(group, Props(time=v)) is None:

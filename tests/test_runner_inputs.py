@@ -153,6 +153,19 @@ def test_range_query_lands_arrivals_and_leaving_rows_as_deletions(method: str, r
     assert [(n["rows"] - n["deletions"], n["deletions"]) for n in landed] == RANGE_LANDED, landed
 
 
+def test_a_range_query_is_planned_as_a_source_that_deletes(spark: Any, range_job: RangeJob) -> None:
+    """The window's leaving rows are deletions, so every planning of the spec (``tempura plan``
+    as well as the runner) prices its snapshots as consolidated and merges no MIN or MAX."""
+    from tempura.scheduler.planning import arrival_model
+
+    folder = range_job.data.parents[2]  # <folder>/data/sales/all.parquet
+    ranged, _ = arrival_model(load_spec(folder / "spec.yaml"), spark)
+    assert not ranged.insert_only("sales")
+    (folder / "plain.yaml").write_text(spec_text(RANGE_SCHEDULE.replace("  range: {length: 2d, slide: 1d}\n", "  every: 1d\n")))
+    plain, _ = arrival_model(load_spec(folder / "plain.yaml"), spark)
+    assert plain.insert_only("sales")
+
+
 def test_range_query_under_ivm_reads_states_kept_across_windows(range_job: RangeJob) -> None:
     results = range_job.runs["ivm"]
     reused = []

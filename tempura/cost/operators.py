@@ -113,6 +113,15 @@ class SparkCosts:
         cost = cost + (self.shuffle(partial) if keyed else self.gather(partial))
         return (cost + Cost(cpu=k.cpu * k.hash * partial_rows)).with_rows(out.rows)
 
+    def change_snapshot(self, snapshot: RelStats) -> Cost:
+        """What a change feed's snapshot adds to the scan of its rows: the rows consolidated (a
+        shuffle by every column, a partial and a final aggregation), once in a job of its own
+        that looks for deletions of absent rows (a second scan) and once for the reader, then
+        expanded to one row per copy."""
+        k = self.k
+        consolidate = self.shuffle(snapshot) + Cost(cpu=2 * k.cpu * k.hash * snapshot.rows)
+        return (self.scan(snapshot) + consolidate + consolidate + self.project(snapshot, 1)).with_rows(snapshot.rows)
+
     def gather(self, source: RelStats) -> Cost:
         """Moving a relation to one task (a global aggregate's final step, a global limit)."""
         return Cost(cpu=self.k.stage, network=self.k.network * source.bytes, rows=source.rows, stages=1)

@@ -17,14 +17,15 @@ property carries the time point at which the consumer runs (:attr:`Props.time`):
 TVR operators reach the memo lowered to the ordinary operators (a consolidation, a partial
 aggregation and a merge of partial states are aggregates; a ``+#`` is a union, or a
 consolidation followed by ``Repeat``), which the Spark implementer plans and costs. What is left
-here: a source read, a file scan of the interval's rows; ``Repeat``, Spark's ``explode``
+here: a source read, a file scan of the interval's rows (a snapshot of a source that may
+delete is also consolidated: :meth:`~tempura.cost.operators.SparkCosts.change_snapshot`); ``Repeat``, Spark's ``explode``
 of each row's count; and, for a group the :class:`~tempura.tvr.bounds.Prover` proves empty, an
 empty relation at no cost (``Empty``), whatever the group's other expressions would read.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tempura.algebra import LogicalPlan, Repeat, Values
 from tempura.cost.model import Cost
@@ -52,9 +53,12 @@ class TimedImplementer:
     """Alternatives with execution times and cost vectors, plus the ``load`` enforcer."""
 
     def __init__(self, memo: Memo, costs: SparkCosts, objective: Objective, inner: SparkImplementer,
-                 floor: int = 1, committed: dict[int, int] | None = None, prover: Prover | None = None) -> None:
+                 floor: int = 1, committed: dict[int, int] | None = None, prover: Prover | None = None,
+                 deletes: Callable[[str], bool] | None = None) -> None:
         self.memo = memo
         self.prover = prover
+        # whether a source (by table) may deliver deletions: its snapshots are consolidated
+        self.deletes = deletes or (lambda _table: False)
         self.costs = costs
         self.objective = objective
         self.inner = inner
@@ -173,6 +177,8 @@ class TimedImplementer:
         out = group.stats
         if isinstance(expr, SourceRead):
             own = c.scan(out)
+            if not expr.delta and expr.start == 0 and self.deletes(expr.scan.table):
+                own = own + c.change_snapshot(out)
         else:
             assert isinstance(expr, Repeat)
             own = c.project(self._stats(expr.input), 1)
