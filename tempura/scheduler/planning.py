@@ -181,7 +181,8 @@ def arrival_model(spec: StandingQuery, spark: SparkSession | None) -> tuple[Arri
                                       else SourceArrival.from_fractions([1 / time_points.k] * time_points.k, deletes=True))
             why = "arrival by file" if source.arrival.column is None else "no data read"
             notes.append(f"source '{name}': no expected arrival declared and {why}: assumed evenly spread")
-        if spec.window is not None:  # a range query's window lands leaving rows again, as deletions
+    if spec.window is not None:  # a range query's window lands leaving rows again, as deletions
+        for name in spec.sources:
             model = model.with_source(name, SourceArrival(model.source(name).fractions, None))
     return model, notes
 

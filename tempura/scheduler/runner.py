@@ -49,7 +49,6 @@ from tempura.scheduler.calibration import for_job
 from tempura.scheduler.reoptimize import NOTICEABLE, Measured, scaled_lookup, updated
 from tempura.scheduler.spec import Cycle, StandingQuery
 from tempura.stats import Estimator
-from tempura.tvr.arrival import SourceArrival
 from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.plan import MultiTimePlan
 
@@ -366,10 +365,9 @@ class Runner:
         declared = [name for name, source in self.spec.sources.items()
                     if source.expected is not None and source.expected.kind == "rows"]
         tables = base.estimator.tables
+        # a range query's sources deliver deletions (the window's leaving rows): arrival_model
+        # says so, and measured ones count them
         arrival, rows, reasons = updated(base.arrival, tables, measured, declared)
-        for name, feed in self.feeds.items():
-            if feed.window is not None and name not in measured:  # the window's leaving rows are deletions
-                arrival = arrival.with_source(name, SourceArrival(arrival.source(name).fractions, None))
         prepared = Prepared(base.spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
                             list(base.notes), arrival_bounds(self.spec, cycle, empty,
                                                              broken if broken is not None else (previous or {}).get("broken_keys", {}),
