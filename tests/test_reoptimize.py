@@ -4,15 +4,16 @@ within 10% of the plan made with the true arrival, while the plan the wrong decl
 gives is not.
 
 The job counts the sales of the ``sales_returns`` data (scale 0.002: 2,000 sales over four
-six-hour intervals, some 480 distinct prices) per price, due at midnight (``deadline``
+six-hour intervals, some 480 distinct prices) and their revenue per price, due at midnight (``deadline``
 objective, ``w = [0.001, 0.001, 0.001, 1]``). Two specs share the data, the query and the job
 name (so the statistics the runner collects for the job are collected once):
 
 - *truth* declares the rows that really arrive per interval, counted with Spark from the
   ``arrived_at`` column;
 - *declared* declares a tenth of them in every interval. Believing the cycle holds 200 rows, the
-  planner caps the distinct prices at 200: a kept aggregate would be as large as its input, so
-  it recomputes everything at ``t_4`` (batch). With the true 2,000 rows it keeps an aggregate at
+  planner caps the distinct prices at 200: a kept aggregate would be as large as its input, and
+  wider (a count, a sum and its count per price against one price per sale), so it recomputes
+  everything at ``t_4`` (batch). With the true 2,000 rows it keeps an aggregate at
   ``t_3`` and adds only ``t_4``'s rows (ivm).
 
 Both specs set the cost model's fixed cost per stage to 0 (``cost: {stage: 0}``): at 2,000
@@ -59,7 +60,7 @@ from tempura.tvr.plan import MultiTimePlan
 
 pytestmark = pytest.mark.spark
 
-QUERY = "SELECT price, COUNT(*) AS sold FROM sales GROUP BY price"
+QUERY = "SELECT price, COUNT(*) AS sold, SUM(price) AS revenue FROM sales GROUP BY price"
 SPEC = """name: sales_by_price
 query: {query}
 sources:

@@ -22,6 +22,7 @@ from tempura.cost.operators import SparkCosts
 from tempura.memo import Alternative, Group, GroupRef, Memo
 from tempura.memo.properties import SINGLE_PARTITION, Distribution, Props, restrict
 from tempura.rules.physical.joins import passable
+from tempura.stats.estimate import row_size
 from tempura.stats.relation import RelStats
 
 HASH_AGGREGATE = "hash-aggregate"
@@ -52,7 +53,8 @@ class PartialAggregate(LogicalPlan):
 
     def estimate(self, source: RelStats, final_rows: float, costs: SparkCosts) -> RelStats:
         rows = costs.partial_rows(source, final_rows) if self.keys else float(costs.k.partitions)
-        return RelStats(rows, source.row_size, source.columns, source.fds, source.notes)
+        # as wide as its own columns, the keys and the partial results: what the exchange moves
+        return RelStats(rows, row_size(self.schema, source.columns), source.columns, source.fds, source.notes)
 
 
 def aggregate_parts(plan: LogicalPlan) -> tuple[tuple[str, ...], tuple[AggregateCall, ...]]:
