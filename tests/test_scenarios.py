@@ -140,11 +140,14 @@ def test_a_line_item_landing_after_its_order_breaks_the_key_and_the_time_point_i
 def test_q13_at_its_deadline_merges_the_intervals_orders_into_kept_counts_per_customer(
         spark: Any, folder: Path, tmp_path: Path) -> None:
     """TPC-H Q13 counts each customer's orders through an outer join. With the orders counted per
-    customer first (``tvr-aggregate-below-outer-join``), auto keeps those counts' partial states
-    and at the deadline reads the customers and the interval's orders only; without the rewrite
-    no incremental plan beats recomputing, which reads every order. Planned without the fixed
-    cost per stage (``--cost stage=0``), which at this scale (1,500 customers) makes recomputing
-    the cheapest plan either way; the spec's own constants are the default otherwise."""
+    customer first (``tvr-aggregate-below-outer-join``), and customers declared to land at the
+    first time point only, auto keeps each customer's count and at the deadline updates it from
+    the interval's orders (``tvr-outer-join-count-update``): customers are not read again.
+    Without the update it keeps the per-customer order counts, merges the interval's orders into
+    them and joins the customers again; without the rewrite no incremental plan beats
+    recomputing, which reads every order. Planned without the fixed cost per stage (``--cost
+    stage=0``), which at this scale (1,500 customers) makes recomputing the cheapest plan either
+    way; the spec's own constants are the default otherwise."""
     import json
 
     from click.testing import CliRunner
@@ -153,15 +156,19 @@ def test_q13_at_its_deadline_merges_the_intervals_orders_into_kept_counts_per_cu
 
     spec_path = prepared_scenario(spark, "tpch_q13", folder, SCALE)
 
-    def last_reads(*options: str) -> set[str]:
+    def planned(*options: str) -> dict[str, Any]:
         result = CliRunner().invoke(main, ["plan", str(spec_path), "--format", "json", "--workdir", str(tmp_path / "w"),
                                            "--cost", "stage=0", *options])
         assert result.exit_code == 0, result.output
-        plan = json.loads(result.output)
-        return {s for f in plan["fragments"] if f["time"] == 4 for s in f["inputs"]["sources"]}
+        found: dict[str, Any] = json.loads(result.output)
+        return found
 
-    assert last_reads() == {"customer__ss_0_4", "orders__sd_3_4"}
-    assert last_reads("--cost", "stage=2e9") == {"customer__ss_0_4", "orders__ss_0_4"}  # later --cost wins
+    def last_reads(*options: str) -> set[str]:
+        return {s for f in planned(*options)["fragments"] if f["time"] == 4 for s in f["inputs"]["sources"]}
+
+    assert last_reads() == {"orders__sd_3_4"}
+    assert last_reads("--no-rule", "tvr-outer-join-count-update") == {"customer__ss_0_4", "orders__sd_3_4"}
+    assert planned("--cost", "stage=2e9")["cost_constants"]["stage"] == 2e9  # the later --cost wins
     assert last_reads("--no-rule", "tvr-aggregate-below-outer-join") == {"customer__ss_0_4", "orders__ss_0_4"}
 
 

@@ -114,6 +114,7 @@ class Case:
     bounds: bool = False  # whether the planner knows the arrival bounds of insert-only tables' reads
     keys: tuple[tuple[str, str, str], ...] = ()  # (table, column, domain): columns holding keys that land once
     lags: tuple[tuple[str, str, int], ...] = ()  # (table, column, lag): a referencing column landing within a lag
+    quiet: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (table, intervals): where the planner expects no rows to land
 
     @property
     def deliveries(self) -> tuple[int, ...]:
@@ -129,6 +130,8 @@ class Case:
             lines.append(f"keys: {list(self.keys)}")
         if self.lags:
             lines.append(f"lags: {list(self.lags)}")
+        if self.quiet:
+            lines.append(f"expected to land nothing: {list(self.quiet)}")
         return "\n".join(lines)
 
 
@@ -418,7 +421,7 @@ def plan_case(case: Case, objective: Objective | None = None) -> dict[str, Multi
     for table, column, lag in case.lags:
         reach.setdefault(table, {})[column] = reach_of(values, None, lag)
     bounds = ArrivalBounds({t.name: SourceBound(ARRIVAL, values) for t in case.tables if case.bounds and not t.deletions},
-                           keys=keys, reach=reach)
+                           keys=keys, reach=reach, expected_empty=dict(case.quiet))
     arrival = Arrival(fraction=fraction, insert_only=lambda table: table not in with_deletions, bounds=bounds)
     planner = IncrementalPlanner(Estimator(stats.lookup), arrival)
     methods = case.methods or tuple(METHODS)

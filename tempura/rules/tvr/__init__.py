@@ -5,7 +5,7 @@
 | generating, snapshots | ``tvr-snapshot-scan``, ``tvr-snapshot`` (recompute: always on) |
 | generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-join-keyed``, ``tvr-delta-union`` |
 | semi- and anti-joins | ``tvr-delta-semi-anti-join``, ``tvr-delta-semi-anti-join-keyed`` |
-| outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe``, ``tvr-aggregate-below-outer-join`` |
+| outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe``, ``tvr-aggregate-below-outer-join``, ``tvr-outer-join-count-update`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-aggregate-new-groups``, ``tvr-count-distinct-split`` |
 | intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
 | expanded groups | ``tvr-narrow-keyed-read`` |
@@ -29,7 +29,7 @@ from tempura.rules.tvr.aggregate import (
     ValueDeltaRule,
 )
 from tempura.rules.tvr.base import TvrRule
-from tempura.rules.tvr.eager import AggregateBelowOuterJoin
+from tempura.rules.tvr.eager import AggregateBelowOuterJoin, OuterJoinCountUpdate
 from tempura.rules.tvr.expansion import Expansion, ExpansionReport, available
 from tempura.rules.tvr.generating import (
     DeltaFilter,
@@ -70,6 +70,7 @@ RULES: tuple[TvrRule, ...] = (
     StreamingOuterJoinSplit(),
     StreamingAggregateSplit(),
     ValueDeltaMerge(),
+    OuterJoinCountUpdate(),
     FinalizeSnapshot(),
     DeltaMerge(),
     DeltaMergeInner(),
@@ -87,7 +88,7 @@ _SEMI = {"tvr-delta-semi-anti-join", "tvr-delta-semi-anti-join-keyed"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",
                "tvr-aggregate-new-groups", "tvr-count-distinct-split"}
 _IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta", "tvr-narrow-keyed-read"}
-_OJV = _IVM | {"tvr-delta-outer-join", "tvr-delta-outer-join-probe", "tvr-aggregate-below-outer-join"}
+_OJV = _IVM | {"tvr-delta-outer-join", "tvr-delta-outer-join-probe", "tvr-aggregate-below-outer-join", "tvr-outer-join-count-update"}
 
 METHODS: dict[str, frozenset[str]] = {
     "batch": frozenset(_BATCH),

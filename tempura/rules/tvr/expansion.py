@@ -20,8 +20,9 @@ Forms of different versions have the same structure shifted in time. With ``copy
 the planner does by default) versions 1 and 2 — a first snapshot, and a delta with an old
 snapshot before it — are expanded by rules, and every later version is a copy of version 2's
 memo groups, expression by expression, with versions substituted (:meth:`Expansion._copy`): the
-translational symmetry of the Tempura seed. Rules that fire at one version only (the streaming
-split at the last one) run on top of the copy. Both ways give the same plans
+translational symmetry of the Tempura seed. Rules that fire at particular versions only (the
+streaming split at the last one, an update that holds while an input does not change) run on top
+of the copy, and what they made is never copied. Both ways give the same plans
 (``tests/test_tvr_copy.py``); the memos may differ by a few groups, since which alternative the
 cycle guard above withholds depends on the order in which forms are requested. ``tempura bench
 tvr-planning`` measures the speed-up.
@@ -73,6 +74,7 @@ class Expansion:
         self.k = k
         self.rules = list(rules)
         self.enabled = {r.name for r in rules}
+        self._version_specific = {r.name for r in rules if r.version_specific}  # run at each version, never copied
         self.source_insert_only = insert_only
         self.prover = prover  # proven facts of the groups: key spans, columns never NULL, emptiness
         self.root = memo.find(root)
@@ -340,6 +342,8 @@ class Expansion:
         target: int | None = None
         try:
             for expr in list(self.memo.group(group).exprs):
+                if self.origin.get(expr) in self._version_specific:
+                    continue  # valid at its own version: the rule runs again on top of the copy
                 shifted = self._shift(expr, by)
                 if shifted is None:
                     continue
