@@ -124,9 +124,7 @@ def _split(call: AggregateCall, names: set[str], taken: set[str]) -> tuple[Aggre
         return None
     if call.function == "sum" and call.field.type.lower() not in _INTEGRAL:
         return None
-    name = call.field.name + "__part"
-    while name in taken:
-        name += "_"
+    name = _unused(call.field.name + "__part", taken)
     inner_type = "bigint" if call.function in ("count", "sum") else call.field.type
     part = Field(name, inner_type, True)
     merged: exp.Expr
@@ -135,6 +133,13 @@ def _split(call: AggregateCall, names: set[str], taken: set[str]) -> tuple[Aggre
     else:
         merged = type(call.call)(this=col(name))
     return AggregateCall(part, call.call), AggregateCall(call.field, merged)
+
+
+def _unused(name: str, taken: set[str]) -> str:
+    """``name``, with underscores appended until it is none of ``taken``."""
+    while name in taken:
+        name += "_"
+    return name
 
 
 class OuterJoinCountUpdate(TvrRule):
@@ -201,11 +206,8 @@ def _count_update(x: Expansion, group: int, agg: Aggregate, join: LogicalPlan, v
     taken = set(old.schema.names)
     renamed: dict[str, str] = {}
     for counted in sorted(set(deltas.values())):
-        name = counted + "__delta"
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        renamed[counted] = name
+        renamed[counted] = _unused(counted + "__delta", taken)
+        taken.add(renamed[counted])
     changes = Project(delta, tuple(Projection(delta.schema.field(k), col(k)) for k in inner.keys) + tuple(
         Projection(Field(name, "bigint", True), col(counted)) for counted, name in renamed.items()))
     matched = Join(JoinKind.LEFT, old, changes, conjoin([exp.EQ(this=col(a), expression=col(b)) for a, b in on.items()]))
