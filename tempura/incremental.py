@@ -47,6 +47,7 @@ from tempura.planner import JoinHint, Planner, _in_order, _to_logical, fill_temp
 from tempura.rules.physical import PartialAggregate, SparkImplementer
 from tempura.rules.physical.tvr import TimedImplementer
 from tempura.rules.tvr import METHODS, RULE_NAMES, RULES, Expansion, rules_for
+from tempura.rules.logical.collapse import collapse
 from tempura.rules.logical.reorder import DP_LIMIT
 from tempura.stats.estimate import Estimator
 from tempura.stats.relation import RelStats
@@ -274,6 +275,8 @@ class IncrementalPlanner(Planner):
         if self._prover is not None:
             self._prover.forget()  # rules asked about groups that have grown since
         expansion.finish()  # rules that ask about whole expanded groups
+        _collapse(memo, expansion, off_classic)
+        roots = {v: memo.find(g) for v, g in roots.items()}
         expanded = time.perf_counter()
         if self._prover is not None:
             self._prover.forget()
@@ -569,6 +572,18 @@ class Extractor:
                 if s in producers:  # else a committed state, saved by an earlier run
                     graph.add_edge(producers[s], f.id)
         return [by_id[i] for i in nx.lexicographical_topological_sort(graph, key=lambda i: (by_id[i].time, int(i[1:])))]
+
+
+def _collapse(memo: Memo, expansion: Expansion, off: set[str]) -> None:
+    """Collapse stacked filters and projections over the expanded memo; a collapsed expression
+    is credited to the rule, among those that made the parts it replaces, of the most
+    incremental method (what its fragment is labelled with)."""
+    for rule in collapse(memo, off):
+        for plan, parts in rule.made:
+            origins = [o for o in (expansion.origin.get(memo.canonical(p)) for p in parts) if o is not None]
+            if origins:
+                made = memo.canonical(plan)
+                expansion.origin.setdefault(made, max(origins, key=lambda o: METHOD_ORDER.index(RULE_METHOD[o])))
 
 
 def _committed_groups(memo: Memo, expansion: Expansion, signatures: dict[int, str], resume: Resume | None) -> dict[int, tuple[int, str]]:

@@ -5,7 +5,8 @@
 1. ``rules.logical.normalize`` — predicate pushdown and projection pruning to a fixpoint;
 2. the plan goes into a :class:`~tempura.memo.Memo` (inner joins in canonical form), and the
    rule engine explores it with the join rules (``join-reorder``, ``join-commute``,
-   ``join-associate``, ``join-push-through-join``) until no rule adds anything;
+   ``join-associate``, ``join-push-through-join``) until no rule adds anything, then collapses
+   stacked filters and projections (:mod:`tempura.rules.logical.collapse`);
 3. the :class:`~tempura.memo.Search` finds the cheapest physical plan with
    :class:`~tempura.rules.physical.SparkImplementer`;
 4. the winner is turned back into a logical plan in its chosen join order, with one join hint
@@ -30,6 +31,8 @@ from tempura.errors import TempuraError
 from tempura.memo import GroupRef, Memo, PhysicalPlan, Rule, RuleEngine, Search, SearchReport, Trace
 from tempura.rules.logical import PRUNE
 from tempura.rules.logical import RULES as NORMALIZATION_RULES
+from tempura.rules.logical.collapse import NAMES as COLLAPSE_RULES
+from tempura.rules.logical.collapse import collapse
 from tempura.rules.logical import normalize
 from tempura.rules.logical.joins import JoinAssociate, JoinCommute, JoinPushThroughJoin, canonical_joins
 from tempura.rules.logical.reorder import DP_LIMIT, JoinReorder
@@ -47,7 +50,7 @@ def exploration_rules(dp_limit: int = DP_LIMIT) -> list[Rule]:
 
 def rule_names() -> list[str]:
     """Every rule a user can disable, in the order the phases apply them."""
-    return [*NORMALIZATION_RULES, PRUNE, *(r.name for r in exploration_rules()), *PHYSICAL_RULES]
+    return [*NORMALIZATION_RULES, PRUNE, *(r.name for r in exploration_rules()), *COLLAPSE_RULES, *PHYSICAL_RULES]
 
 
 @dataclass
@@ -111,6 +114,8 @@ class Planner:
         fired: list[str] = []
         tracer = Trace() if trace else None
         memo, root, engine = self.explore(query, off, tracer, fired)
+        collapse(memo, off, tracer)
+        root = memo.find(root)
         search = Search(memo, SparkImplementer(memo, self.costs, off))
         if search.optimize(root) is None:
             raise TempuraError(f"no physical plan for the query with rules disabled: {', '.join(sorted(off))}")

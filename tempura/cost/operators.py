@@ -50,7 +50,9 @@ class SparkCosts:
         return Cost(cpu=self.k.cpu * source.rows, rows=out.rows)
 
     def project(self, source: RelStats, computed: int) -> Cost:
-        return Cost(cpu=self.k.cpu * source.rows * computed, rows=source.rows)
+        """One pass over the rows (each output row is assembled), plus each computed column's
+        expression per row: two stacked projections cost more than the one they collapse to."""
+        return Cost(cpu=self.k.cpu * source.rows * (computed + 1), rows=source.rows)
 
     def shuffle(self, source: RelStats) -> Cost:
         k = self.k

@@ -119,6 +119,11 @@ class RuleEngine:
         self._multi = [r for r in self.rules if r.pattern.children]
         memo.listeners.append(self._on_add)
 
+    def detach(self) -> None:
+        """Stop listening to the memo's additions."""
+        if self._on_add in self.memo.listeners:
+            self.memo.listeners.remove(self._on_add)
+
     def seed(self) -> None:
         """Queue every expression already in the memo."""
         for _, expr in list(self.memo.expressions()):

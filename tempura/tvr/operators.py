@@ -335,7 +335,9 @@ class Finalize(TvrOperator):
         (child,) = inputs
         source: LogicalPlan = child
         if self.keys:
-            source = Filter(child, exp.GT(this=col(ROWS), expression=exp.Literal.number(0)))
+            # a snapshot's group never counts fewer than no rows: ``<> 0`` drops exactly the
+            # groups that are gone, with the same filter as the merge of the states below
+            source = Filter(child, exp.NEQ(this=col(ROWS), expression=exp.Literal.number(0)))
         by_name = {f.name: f for f in self.fields}
         projections = [Projection(by_name[k], col(k)) for k in self.keys]
         projections += [Projection(by_name[c.field.name], finalize(c)) for c in self.calls]
