@@ -132,6 +132,34 @@ def test_bad_models_are_refused(build: Callable[[], object], message: str) -> No
         build()
 
 
+def test_measured_intervals_replace_the_expected_and_scale_the_rest() -> None:
+    from tempura.scheduler.reoptimize import Measured, updated
+    from tempura.stats.model import TableStats
+
+    model = ArrivalModel(4, {"sales": SourceArrival.uniform(4)})
+    # 100 rows declared, 25 per interval; the first two intervals brought 250 and 250
+    out, rows, reasons = updated(model, lambda _t: TableStats(100.0, 800.0), {"sales": Measured((250, 250), (0, 0))})
+    assert rows == {"sales": pytest.approx(1000.0)}
+    assert out.fraction("sales", 0, 2) == pytest.approx(0.5)
+    assert out.insert_only("sales"), "declared insert-only and none deleted"
+    assert reasons and "x10" in reasons[0]
+
+
+@pytest.mark.parametrize("deleted, insert_only", [((0, 0), False), ((0, 50), False)])
+def test_a_source_that_may_delete_is_not_insert_only_for_having_deleted_nothing_yet(deleted: tuple[int, int],
+                                                                                     insert_only: bool) -> None:
+    """A change feed or a range window (deletions unknown) that has deleted nothing by ``t_c``
+    may still delete later: re-planning must not take it to be insert-only."""
+    from tempura.scheduler.reoptimize import Measured, updated
+    from tempura.stats.model import TableStats
+
+    model = ArrivalModel(4, {"sales": SourceArrival((0.25, 0.25, 0.25, 0.25), None)})
+    out, _, _ = updated(model, lambda _t: TableStats(400.0, 3200.0), {"sales": Measured((100, 100), deleted)})
+    assert out.insert_only("sales") is insert_only
+    if sum(deleted):
+        assert out.source("sales").deletions == pytest.approx((0.0, 0.5, 0.25, 0.25))
+
+
 def test_time_points_as_spark_literals() -> None:
     assert sql_literal(dt.datetime(2026, 11, 22, 6)) == "TIMESTAMP '2026-11-22 06:00:00'"
     assert sql_literal(dt.date(2026, 11, 22)) == "DATE '2026-11-22'"

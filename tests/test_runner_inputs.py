@@ -56,7 +56,7 @@ def spec_text(schedule: str, extra: str = "") -> str:
             f"    arrival: {{column: arrived_at}}\nschedule:\n{schedule}{extra}")
 
 
-def reference(spark: Any, files: list[tuple[Path, str, str]]) -> Rows:
+def reference(spark: Any, files: list[tuple[Path, str, str]], query: str = QUERY) -> Rows:
     """``spark.sql(query)`` over the rows of each file arriving in its ``(low, high]``."""
     frames = [spark.read.parquet(str(path)).where(f"arrived_at > TIMESTAMP '{low}' AND arrived_at <= TIMESTAMP '{high}'")
               for path, low, high in files]
@@ -64,7 +64,7 @@ def reference(spark: Any, files: list[tuple[Path, str, str]]) -> Rows:
     for frame in frames[1:]:
         union = union.unionByName(frame)
     union.createOrReplaceTempView("sales")
-    return [tuple(r) for r in spark.sql(QUERY).collect()]
+    return [tuple(r) for r in spark.sql(query).collect()]
 
 
 def delivered(spark: Any, result: PointResult) -> Rows:
@@ -166,6 +166,22 @@ def test_a_range_query_is_planned_as_a_source_that_deletes(spark: Any, range_job
     assert plain.insert_only("sales")
 
 
+def test_a_change_feed_without_deletions_so_far_is_not_insert_only(spark: Any, tmp_path: Path) -> None:
+    """A source declared as change data may deliver deletions later even if its files hold none
+    yet: the arrival model leaves their share unknown, so no plan merges a MIN or MAX over them."""
+    from tempura.scheduler.planning import arrival_model
+
+    add_file(spark, tmp_path / "data" / "sales", "all.parquet", [(c, p, t, "I") for c, p, t in RANGE_ROWS],
+             SALES + ", _op string")
+    (tmp_path / "spec.yaml").write_text(spec_text(RANGE_SCHEDULE.replace("  range: {length: 2d, slide: 1d}\n", "  every: 1d\n"))
+                                        .replace("    arrival: {column: arrived_at}\n",
+                                                 "    arrival: {column: arrived_at}\n    changes: {op_column: _op}\n"))
+    model, _ = arrival_model(load_spec(tmp_path / "spec.yaml"), spark)
+    # by t1 (everything landed up to then) 7 rows, then 2, none and 2; one arrives after t4
+    assert model.source("sales").fractions == pytest.approx((7 / 11, 2 / 11, 0.0, 2 / 11))
+    assert not model.insert_only("sales")
+
+
 def test_range_query_under_ivm_reads_states_kept_across_windows(range_job: RangeJob) -> None:
     results = range_job.runs["ivm"]
     reused = []
@@ -174,6 +190,27 @@ def test_range_query_under_ivm_reads_states_kept_across_windows(range_job: Range
         kept = {s["id"] for s in before.manifest["states"]}
         reused += [(r.index, f.id, state) for f in r.plan.at(r.index) for state in f.states if state in kept]
     assert reused, "no fragment after t1 reads a state saved at an earlier time point"
+
+
+EXTREMES = "SELECT category, MIN(price) AS low, MAX(price) AS high FROM sales GROUP BY category"
+
+
+@pytest.mark.parametrize("method", ["ivm", "auto"])
+def test_a_window_that_deletes_nothing_at_first_still_deletes_after_replanning(method: str, spark: Any, range_job: RangeJob,
+                                                                              tmp_path: Path) -> None:
+    """``t1`` lands no deletion (the first window is all arrivals), so what re-planning measured
+    says nothing about the leaving rows to come: MIN and MAX must not be merged over them (the
+    category ``a`` loses its minimum at ``t2``)."""
+    folder = range_job.data.parents[2]
+    shutil.copytree(folder / "data", tmp_path / "data")
+    (tmp_path / "spec.yaml").write_text(spec_text(RANGE_SCHEDULE).replace(QUERY, EXTREMES))
+    results = Runner(load_spec(tmp_path / "spec.yaml"), spark, tmp_path / "work", method, simulate=True).run_cycle()
+    assert [r.manifest["landed"]["sales"]["deletions"] for r in results] == [d for _, d in RANGE_LANDED]
+    assert all(r.replanned for r in results[:-1])
+    for r in results:
+        t = RANGE_START + r.index * dt.timedelta(days=1)
+        expected = reference(spark, [(range_job.data, str(t - LENGTH), str(t))], EXTREMES)
+        assert_equal(expected, delivered(spark, r), f"{method} t{r.index}")
 
 
 # ---------------------------------------------------------------------------------------------

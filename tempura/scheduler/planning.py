@@ -175,7 +175,12 @@ def arrival_model(spec: StandingQuery, spark: SparkSession | None) -> tuple[Arri
             frame = spec.catalog().tables[name].reader(spark)
             op = source.changes.op_column if source.changes else None
             deletes = tuple(source.changes.delete_values) if source.changes else ("D",)
-            model = model.with_source(name, measure(spark, frame, source.arrival.column, time_points, op, deletes))
+            measured = measure(spark, frame, source.arrival.column, time_points, op, deletes)
+            if source.changes is not None and measured.insert_only:
+                # a change feed whose files hold no deletion yet may still deliver some: never
+                # insert-only (the share is unknown), or a MIN or MAX would be merged over them
+                measured = SourceArrival(measured.fractions, None, measured.rows)
+            model = model.with_source(name, measured)
         else:
             model = model.with_source(name, SourceArrival.uniform(time_points.k) if source.changes is None
                                       else SourceArrival.from_fractions([1 / time_points.k] * time_points.k, deletes=True))

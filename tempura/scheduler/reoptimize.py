@@ -5,7 +5,8 @@ For every source the planner needs the rows expected in each interval of the cyc
 run they are the spec's ``expected: {rows: …}``, or the arrival shares times the table's row
 count. After time points ``1..c`` are committed:
 
-- intervals ``1..c`` have their **measured** rows (and deletions);
+- intervals ``1..c`` have their **measured** rows (and deletions); a source that may delete
+  and has not yet keeps its deletions unknown (so it is never taken to be insert-only);
 - each later interval keeps its expected rows scaled by ``measured / expected`` over ``1..c``:
   a source that has delivered ten times what was declared is taken to go on that way;
 - the table's row count for the planner (the cycle's rows) becomes the sum, and the arrival
@@ -71,13 +72,18 @@ def updated(model: ArrivalModel, tables: Callable[[str], TableStats], measured: 
             continue
         known = arrival.deletions
         shares = [d / r if r else 0.0 for d, r in zip(seen.deletions, seen.rows)]
+        deletions: tuple[float, ...] | None
         if known is not None:
-            shares += list(known[c:])
+            deletions = tuple(min(1.0, max(0.0, s)) for s in shares + list(known[c:]))
+        elif sum(seen.deletions) > 0:
+            average = sum(seen.deletions) / got
+            deletions = tuple(min(1.0, max(0.0, s)) for s in shares + [average] * (len(expected) - c))
         else:
-            average = sum(seen.deletions) / got if got else 0.0
-            shares += [average] * (len(expected) - c)
-        out = out.with_source(source, SourceArrival(tuple(r / total for r in per_interval),
-                                                    tuple(min(1.0, max(0.0, s)) for s in shares)))
+            # deletions may come (a change feed, a range query's leaving rows) and none has so
+            # far: that says nothing of the intervals to come, so the source is not taken to be
+            # insert-only (which would let re-planning merge a MIN or MAX over its deletions)
+            deletions = None
+        out = out.with_source(source, SourceArrival(tuple(r / total for r in per_interval), deletions))
         rows[source] = max(1.0, total)
         if wanted > 0 and abs(scale - 1.0) > NOTICEABLE:
             reasons.append(f"{source}: {int(got)} rows by t{c}, {wanted:.0f} expected (x{scale:.3g})")
