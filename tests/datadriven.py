@@ -40,7 +40,7 @@ def parse_file(path: Path) -> list[Case]:
             continue
         start = i + 1
         head, *rest = line.split()
-        args = dict(part.split("=", 1) if "=" in part else (part, "") for part in rest)
+        args = dict(part.partition("=")[::2] for part in rest)
         i += 1
         body: list[str] = []
         while i < len(lines) and lines[i].strip() != "----":
