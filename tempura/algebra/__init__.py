@@ -3,7 +3,7 @@
 Scalar expressions are sqlglot expressions; column references are plan-unique names.
 """
 
-from tempura.algebra.expressions import col, column_name, columns_in, conjoin, conjuncts, substitute
+from tempura.algebra.expressions import by_sql, col, column_name, columns_in, conjoin, conjuncts, substitute
 from tempura.algebra.operators import (
     Aggregate,
     AggregateCall,
@@ -60,6 +60,7 @@ __all__ = [
     "col",
     "column_name",
     "columns_in",
+    "by_sql",
     "conjoin",
     "conjuncts",
     "format_plan",

@@ -47,6 +47,14 @@ def conjoin(predicates: Iterable[exp.Expr]) -> exp.Expr | None:
     return exp.and_(*preds, copy=True) if len(preds) > 1 else preds[0]
 
 
+def by_sql(predicates: Iterable[exp.Expr]) -> dict[str, exp.Expr]:
+    """The predicates keyed by their Spark SQL, each once, in the order first seen."""
+    out: dict[str, exp.Expr] = {}
+    for p in predicates:
+        out.setdefault(p.sql(dialect="spark"), p)
+    return out
+
+
 def substitute(expression: exp.Expr, mapping: Mapping[str, exp.Expr]) -> exp.Expr:
     """Replace column references by the expressions ``mapping`` gives for their names."""
 

@@ -72,17 +72,16 @@ def updated(model: ArrivalModel, tables: Callable[[str], TableStats], measured: 
             continue
         known = arrival.deletions
         shares = [d / r if r else 0.0 for d, r in zip(seen.deletions, seen.rows)]
-        deletions: tuple[float, ...] | None
+        later: list[float] | None = None
         if known is not None:
-            deletions = tuple(min(1.0, max(0.0, s)) for s in shares + list(known[c:]))
+            later = list(known[c:])
         elif sum(seen.deletions) > 0:
-            average = sum(seen.deletions) / got
-            deletions = tuple(min(1.0, max(0.0, s)) for s in shares + [average] * (len(expected) - c))
-        else:
-            # deletions may come (a change feed, a range query's leaving rows) and none has so
-            # far: that says nothing of the intervals to come, so the source is not taken to be
-            # insert-only (which would let re-planning merge a MIN or MAX over its deletions)
-            deletions = None
+            later = [sum(seen.deletions) / got] * (len(expected) - c)
+        # else deletions may come (a change feed, a range query's leaving rows) and none has so
+        # far: that says nothing of the intervals to come, so the share stays unknown and the
+        # source is not taken to be insert-only (which would let re-planning merge a MIN or MAX
+        # over its deletions)
+        deletions = None if later is None else tuple(min(1.0, max(0.0, s)) for s in shares + later)
         out = out.with_source(source, SourceArrival(tuple(r / total for r in per_interval), deletions))
         rows[source] = max(1.0, total)
         if wanted > 0 and abs(scale - 1.0) > NOTICEABLE:

@@ -27,7 +27,7 @@ from typing import Sequence
 
 from sqlglot import exp
 
-from tempura.algebra import Filter, LogicalPlan, Project, Projection, conjoin, conjuncts, substitute
+from tempura.algebra import Filter, LogicalPlan, Project, Projection, by_sql, conjoin, conjuncts, substitute
 from tempura.memo import Memo, Operand, Rule, RuleCall, RuleEngine, Trace
 from tempura.rules.logical.pushdown import NONDETERMINISTIC
 
@@ -65,10 +65,7 @@ class CollapseFilters(CollapseRule):
         parts = conjuncts(inner.condition) + conjuncts(outer.condition)
         if not all(_deterministic(p) for p in parts):
             return None
-        unique: dict[str, exp.Expr] = {}
-        for part in parts:
-            unique.setdefault(part.sql(dialect="spark"), part)
-        condition = conjoin(unique.values())
+        condition = conjoin(by_sql(parts).values())
         assert condition is not None
         return Filter(inner.input, condition)
 

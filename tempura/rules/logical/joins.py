@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 from sqlglot import exp
 
-from tempura.algebra import Join, JoinKind, LogicalPlan, columns_in, conjoin, conjuncts
+from tempura.algebra import Join, JoinKind, LogicalPlan, by_sql, columns_in, conjoin, conjuncts
 from tempura.memo import Operand, Rule, RuleCall
 
 REORDER = "join-reorder"  # set on groups whose join order the DP/greedy enumerator covered
@@ -50,10 +50,8 @@ def factor_disjunction(predicate: exp.Expr) -> list[exp.Expr]:
 def make_join(left: LogicalPlan, right: LogicalPlan, predicates: Iterable[exp.Expr]) -> Join:
     """An inner join of ``left`` and ``right`` on the conjunction of ``predicates`` (a cross join
     when there are none), with the conjuncts in canonical order."""
-    by_sql: dict[str, exp.Expr] = {}
-    for p in (f for q in predicates for f in factor_disjunction(q)):
-        by_sql.setdefault(p.sql(dialect="spark"), p)
-    condition = conjoin(by_sql[k] for k in sorted(by_sql))
+    unique = by_sql(f for q in predicates for f in factor_disjunction(q))
+    condition = conjoin(unique[k] for k in sorted(unique))
     return Join(JoinKind.INNER if condition is not None else JoinKind.CROSS, left, right, condition)
 
 
