@@ -13,23 +13,73 @@ A job's folder under the workdir (``<workdir>/jobs/<name>/``) holds, per cycle
 Every folder is written under ``.pending/`` and renamed into place when complete. A time point is
 committed when its manifest exists; folders tagged with a time point that has no manifest are
 leftovers of an attempt that died, and :meth:`JobStore.discard_uncommitted` deletes them before
-the time point is redone from scratch. The manifest is written to a temporary file and renamed,
-so it is either complete or absent. The run history (SQLite) lives beside the cycles.
+the time point is redone from scratch — never a folder a committed manifest lists. The manifest
+is written to a temporary file and renamed, so it is either complete or absent.
+
+**Committed means verified.** A manifest carries the SHA-256 of its own content (``checksum``),
+the checksum of the manifest before it (``previous``: the manifests of a cycle are one chain), and
+the *inventory* of every folder a later time point may read (the landed intervals, the states
+alive, the latest checkpoint of each stream), each with its files' sizes and its rows; the
+delivery is listed likewise. :meth:`JobStore.chain` reads a cycle's manifests as one chain: a
+missing manifest before a committed one, a truncated or altered manifest, or a broken link is
+:class:`Damage`, named with the time point and the file. :meth:`JobStore.verify` checks an
+inventory's files before they are read. The run history (SQLite) lives beside the cycles.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
+from tempura.errors import TempuraError
 from tempura.runtime.files import Files
 
 _TAG = re.compile(r".*@t(\d+)$")
 _INTERVAL = re.compile(r"i=(\d+)$")
+_MANIFEST = re.compile(r"t(\d{3,})\.json$")
+UNCOMMITTED = "uncommitted"  # cycles/<label>/uncommitted/<stamp>/: manifests a repair took back
+
+
+class Damage(TempuraError):
+    """A committed time point's manifest or one of the files it lists is missing or damaged."""
+
+
+def checksum(data: Mapping[str, Any]) -> str:
+    """The SHA-256 of a manifest's content (every key but ``checksum``), as JSON with sorted keys."""
+    content = {k: v for k, v in data.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def inventory(folder: Path) -> dict[str, int]:
+    """The data files under a local folder, by path relative to it, with their sizes. Hidden
+    files (``.``, ``_``: checksums and markers) are left out, as Spark's readers leave them out."""
+    found: dict[str, int] = {}
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        for name in names:
+            if not name.startswith((".", "_")):
+                path = Path(root) / name
+                found[path.relative_to(folder).as_posix()] = path.stat().st_size
+    return found
+
+
+def parquet_rows(folder: Path) -> int | None:
+    """The rows of a local parquet folder from its files' footers (``None``: not readable so)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow comes with pyspark's SQL extras
+        return None
+    total = 0
+    for name in inventory(folder):
+        if name.endswith(".parquet"):
+            total += pq.read_metadata(folder / name).num_rows
+    return total
 
 
 SIMULATIONS = "simulate-"  # a simulation of one method keeps its cycles and history in <job>/simulate-<method>
@@ -85,24 +135,136 @@ class JobStore:
     # -- manifests ---------------------------------------------------------------------------
 
     def manifest(self, cycle: str, index: int) -> dict[str, Any] | None:
-        """The committed manifest of time point ``index``, or ``None`` if it is not committed."""
+        """The committed manifest of time point ``index``, or ``None`` if it is not committed;
+        :class:`Damage` if it does not parse or its checksum does not match its content."""
         path = self.manifest_path(cycle, index)
-        if not path.exists():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
             return None
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise Damage(f"cycle {cycle} t{index}: cannot read {path}: {error.strerror}") from None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise Damage(f"cycle {cycle} t{index}: {path} is truncated or not JSON") from None
+        if not isinstance(data, dict) or data.get("index") != index:
+            raise Damage(f"cycle {cycle} t{index}: {path} is not the manifest of t{index}")
+        if "checksum" in data and data["checksum"] != checksum(data):
+            raise Damage(f"cycle {cycle} t{index}: {path} was altered (its checksum does not match its content)")
         return data
 
-    def committed(self, cycle: str) -> int:
-        """The last committed time point of the cycle (0: none). Time points commit in order."""
-        index = 0
-        while self.manifest_path(cycle, index + 1).exists():
-            index += 1
-        return index
+    def manifest_indices(self, cycle: str) -> list[int]:
+        """The time points of the cycle that have a manifest file, in order."""
+        folder = self.cycle_dir(cycle)
+        if not folder.is_dir():
+            return []
+        return sorted(int(m.group(1)) for name in os.listdir(folder) if (m := _MANIFEST.fullmatch(name)))
 
-    def write_manifest(self, cycle: str, index: int, data: dict[str, Any]) -> Path:
-        """Commit time point ``index``: its manifest appears complete, or not at all."""
-        write_json_atomically(self.manifest_path(cycle, index), data)
-        return self.manifest_path(cycle, index)
+    def chain(self, cycle: str) -> list[dict[str, Any]]:
+        """The cycle's committed manifests ``t1..tn`` as one verified chain; :class:`Damage` names
+        the first gap, unreadable or altered manifest, or broken link."""
+        indices = self.manifest_indices(cycle)
+        out: list[dict[str, Any]] = []
+        for expected, index in enumerate(indices, 1):
+            if index != expected:
+                raise Damage(f"cycle {cycle}: {self.manifest_path(cycle, expected)} is missing, but "
+                             f"t{index} is committed after it")
+            data = self.manifest(cycle, index)
+            assert data is not None
+            if out and "previous" in data and data["previous"] != out[-1].get("checksum"):
+                raise Damage(f"cycle {cycle} t{index}: {self.manifest_path(cycle, index)} does not follow "
+                             f"t{index - 1}'s manifest (it was committed after another t{index - 1})")
+            out.append(data)
+        return out
+
+    def committed(self, cycle: str) -> int:
+        """The last committed time point of the cycle (0: none); :class:`Damage` if the chain of
+        manifests is broken."""
+        return len(self.chain(cycle))
+
+    def write_manifest(self, cycle: str, index: int, data: dict[str, Any]) -> dict[str, Any]:
+        """Commit time point ``index``: its manifest appears complete, or not at all, with its
+        checksum and its predecessor's. Returns the manifest as written (as it reads back)."""
+        previous = self.manifest(cycle, index - 1) if index > 1 else None
+        content = json.loads(json.dumps(data, default=str))  # as it will read back
+        content["previous"] = previous.get("checksum") if previous is not None else None
+        content["checksum"] = checksum(content)
+        write_json_atomically(self.manifest_path(cycle, index), content)
+        return content
+
+    # -- what a manifest lists ---------------------------------------------------------------
+
+    def listing(self, cycle: str, relative: Iterable[str], rows: Mapping[str, int | None]) -> dict[str, Any]:
+        """The inventory entry of each of the cycle's folders ``relative`` (paths under the
+        cycle's folder): its data files with their sizes, and its rows where known."""
+        base = self.cycle_dir(cycle)
+        return {path: {"files": inventory(base / path), "rows": rows.get(path)} for path in sorted(set(relative))}
+
+    def verify(self, cycle: str, manifest: Mapping[str, Any], deep: bool = False) -> list[str]:
+        """What is wrong with the folders ``manifest`` lists (its inventory, and its delivery when
+        it is one of the cycle's folders): one message per missing folder, missing file, file of
+        another size or (``deep``: parquet footers read) other row count. Empty when intact."""
+        index = manifest.get("index")
+        base = self.cycle_dir(cycle)
+        named = f"committed by t{index:03d}.json" if isinstance(index, int) else "committed"
+        problems: list[str] = []
+        for path, entry in sorted(dict(manifest.get("inventory", {})).items()):
+            folder = base / path
+            if not folder.is_dir():
+                problems.append(f"cycle {cycle} t{index}: {folder} ({named}) is missing")
+                continue
+            found = inventory(folder)
+            for name, size in sorted(dict(entry.get("files", {})).items()):
+                if name not in found:
+                    problems.append(f"cycle {cycle} t{index}: {folder / name} ({named}) is missing")
+                elif found[name] != size:
+                    problems.append(f"cycle {cycle} t{index}: {folder / name} ({named}) has {found[name]} bytes, "
+                                    f"not {size}")
+            if deep and not problems and entry.get("rows") is not None and path.startswith(("states/", "landing/")):
+                try:
+                    rows = parquet_rows(folder)
+                except Exception as error:  # a footer that does not parse: the file is damaged
+                    problems.append(f"cycle {cycle} t{index}: {folder} ({named}) cannot be read: {error}")
+                    continue
+                if rows is not None and rows != entry["rows"]:
+                    problems.append(f"cycle {cycle} t{index}: {folder} ({named}) holds {rows} rows, not {entry['rows']}")
+        return problems
+
+    def check_readable(self, cycle: str, manifest: Mapping[str, Any], index: int) -> None:
+        """Raise :class:`Damage` (one line) if a folder ``manifest`` lists for later time points
+        is missing or damaged, before time point ``index`` reads it."""
+        problems = self.verify(cycle, manifest)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise Damage(f"{problems[0]}{more}: t{index} cannot run; 'tempura check' lists the damage, "
+                         f"'tempura repair' rebuilds from the last intact time point")
+
+    def protected(self, cycle: str) -> set[str]:
+        """The cycle's folders (relative paths) a committed manifest lists: never deleted by a
+        clean-up. Unreadable manifests protect nothing they might list, so nothing is deleted
+        then at all (see :meth:`discard_uncommitted`)."""
+        out: set[str] = set()
+        for index in self.manifest_indices(cycle):
+            data = self.manifest(cycle, index)
+            if data is None:
+                continue
+            out.update(dict(data.get("inventory", {})))
+            out.update(f"states/{s['folder']}" for s in data.get("states", []))
+        return out
+
+    def uncommit(self, cycle: str, first: int) -> list[int]:
+        """Take back the commits of time points ``first`` and later (a repair): their manifests
+        are moved, never deleted, to ``uncommitted/<stamp>/``. Returns the time points."""
+        taken = [i for i in self.manifest_indices(cycle) if i >= first]
+        if not taken:
+            return []
+        aside = self.cycle_dir(cycle) / UNCOMMITTED / time.strftime("%Y%m%dT%H%M%S")
+        aside.mkdir(parents=True, exist_ok=True)
+        for index in reversed(taken):  # the last first: the chain stays a prefix throughout
+            path = self.manifest_path(cycle, index)
+            os.replace(path, aside / path.name)
+        return taken
 
     def save_plan(self, cycle: str, index: int, plan: dict[str, Any]) -> Path:
         write_json_atomically(self.plan_path(cycle, index), plan)
@@ -115,6 +277,7 @@ class JobStore:
         pending folder, and states, landed intervals and checkpoints tagged ``index`` or later.
         Returns what it deleted."""
         assert self.files is not None
+        keep = self.protected(cycle)
         deleted = []
         pending = self.pending(cycle)
         if self.files.exists(pending):
@@ -124,13 +287,13 @@ class JobStore:
         for kind in ("states", "checkpoints"):
             for name in self.files.children(base / kind):
                 match = _TAG.match(name)
-                if match and int(match.group(1)) >= index:
+                if match and int(match.group(1)) >= index and f"{kind}/{name}" not in keep:
                     self.files.delete(base / kind / name)
                     deleted.append(f"{kind}/{name}")
         for source in self.files.children(base / "landing"):
             for name in self.files.children(base / "landing" / source):
                 match = _INTERVAL.match(name)
-                if match and int(match.group(1)) >= index:
+                if match and int(match.group(1)) >= index and f"landing/{source}/{name}" not in keep:
                     self.files.delete(base / "landing" / source / name)
                     deleted.append(f"landing/{source}/{name}")
         return deleted
