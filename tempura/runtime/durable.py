@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from tempura.algebra import Query
 from tempura.errors import ExecutionError
 from tempura.runtime.executor import SparkPlanning, execute, spark_error_message
+from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import TP, Feed, landing_data
 from tempura.runtime.metrics import Meter, WorkMetrics
@@ -105,6 +106,7 @@ class TimePointRun:
     fragments: list[FragmentRun] = field(default_factory=list)
     saved: dict[str, SavedState] = field(default_factory=dict)
     delivered: str | None = None  # the folder holding this time point's delivery
+    delivered_rows: int | None = None  # the rows it holds
     streams: list[str] = field(default_factory=list)  # checkpoint folders committed with it
 
     def work(self) -> WorkMetrics:
@@ -130,7 +132,7 @@ class DurableExecutor:
 
     def __init__(self, spark: SparkSession, store: JobStore, cycle: str, feeds: Mapping[str, Feed],
                  schemas: Mapping[str, StructType], k: int, output: OutputTarget | None = None,
-                 planning: SparkPlanning | None = None) -> None:
+                 planning: SparkPlanning | None = None, allow_empty: bool = False) -> None:
         self.spark = spark
         self.store = store
         self.cycle = cycle
@@ -138,6 +140,7 @@ class DurableExecutor:
         self.schemas = dict(schemas)
         self.k = k
         self.output = output
+        self.allow_empty = allow_empty  # may an empty snapshot replace a non-empty one
         self.planning = planning or SparkPlanning()
         self.meter = Meter(spark)
         self.files = store.files or Files(spark)
@@ -156,6 +159,7 @@ class DurableExecutor:
         for fragment in plan.at(index):
             if progress is not None:
                 progress(fragment)
+            reached("fragment", index)
             run.fragments.append(self._fragment(plan, fragment, index, saved, run))
         return run
 
@@ -188,22 +192,27 @@ class DurableExecutor:
             metrics.rows_out = run.saved[fragment.keeps].rows
         elif fragment.delivers:
             metrics.rows_out = metrics.rows_written
+        if fragment.delivers:
+            run.delivered_rows = metrics.rows_out
         return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
                            fragment.cost.times[index - 1] / 1e9, metrics, fragment.cost.stages,
                            fragment.cost.stages * plan.constants.stage / 1e9)
 
-    def _commit(self, frame: DataFrame, pending: Path, final: Path | str, fmt: str = "parquet") -> None:
+    def _commit(self, frame: DataFrame, pending: Path, final: Path | str, index: int, what: str,
+                fmt: str = "parquet") -> None:
         """Write ``frame`` to ``pending``, then put it in place of whatever an uncommitted attempt
-        left at ``final``."""
+        left at ``final`` (``what``: ``state`` or ``delivery``, the fault points' names)."""
         write_frame(frame, pending, fmt)
+        reached(f"{what}-written", index)
         self.files.delete(final)
         self.files.rename(pending, final)
+        reached("state-saved" if what == "state" else "delivered", index)
 
     def _save(self, fragment: Fragment, frame: DataFrame, index: int, key: str) -> SavedState:
         assert fragment.keeps is not None
         final = self.store.state_path(self.cycle, fragment.keeps, index)
         with self.meter.measure(f"save {fragment.keeps}") as written:
-            self._commit(frame, self.store.pending(self.cycle) / "states" / fragment.keeps, final)
+            self._commit(frame, self.store.pending(self.cycle) / "states" / fragment.keeps, final, index, "state")
         return SavedState(fragment.keeps, final.name, index, written.rows_written, self.files.size(final), fragment.form, key)
 
     def _deliver(self, plan: MultiTimePlan, frame: DataFrame, index: int) -> str:
@@ -217,16 +226,34 @@ class DurableExecutor:
                 final = uri(self.store.cycle_dir(self.cycle) / "results" / f"t{index:03d}")
             else:
                 final = f"{uri(target.path).rstrip('/')}/cycle={self.cycle}/time_point={index:03d}"
-            self._commit(named, pending, final, target.format if target is not None else "parquet")
+            self._commit(named, pending, final, index, "delivery", target.format if target is not None else "parquet")
             return final
         final = uri(target.path)
         write_frame(named, pending, target.format)
+        reached("delivery-written", index)
+        if not self.allow_empty:
+            self._refuse_empty(pending, final, target.format, named.schema, index)
         old = f"{final.rstrip('/')}.replaced-{int(time.time() * 1000)}"
         if self.files.exists(final):
             self.files.rename(final, old)
         self.files.rename(pending, final)
         self.files.delete(old)
+        reached("delivered", index)
         return final
+
+    def _refuse_empty(self, pending: Path, final: str, fmt: str, schema: StructType, index: int) -> None:
+        """Stop before an empty snapshot replaces an output that holds rows (a catch-up over
+        cycles without data would otherwise empty it silently)."""
+        def holds_rows(folder: str | Path) -> bool:
+            if not self.files.data_files(folder):
+                return False
+            reader = self.spark.read.schema(schema).format(fmt).option("header", "true")
+            return reader.load(uri(folder)).limit(1).count() > 0
+
+        if not holds_rows(pending) and holds_rows(final):
+            raise ExecutionError(f"t{index} of cycle {self.cycle} delivers an empty result, which would replace the rows "
+                                 f"of {final}: nothing was committed (set allow_empty: true in the spec if an empty "
+                                 f"result is right)")
 
     def _streamed(self, source: str, index: int, run: TimePointRun) -> SourceData:
         """The landing's new rows for ``source``, read by a Structured Streaming query over its
