@@ -1,8 +1,9 @@
 """Reading YAML files whose errors name the file, the line and the key.
 
-Catalogs (and, later, standing-query specs) are YAML validated by pydantic. pydantic reports a
-key path; this module maps that path back to the line where the key stands, using the line
-marks PyYAML keeps while composing the document.
+Catalogs and standing-query specs are YAML validated by pydantic. pydantic reports a key path;
+this module maps that path back to the line where the key stands, using the line marks PyYAML
+keeps while composing the document. A mapping that gives a key twice is an error here (PyYAML
+would let the last one win silently), named by the line of the second occurrence and its key path.
 """
 
 from __future__ import annotations
@@ -52,16 +53,39 @@ class YamlDocument:
         return "\n".join(parts)
 
 
-def _collect_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int]) -> None:
+def key_text(key_path: Sequence[str | int]) -> str:
+    """A key path as written in messages: ``sources.sales.path``, ``schedule.at[2]``."""
+    text = ""
+    for part in key_path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _collect_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int],
+                   duplicates: list[tuple[int, KeyPath, int]], within: frozenset[int] = frozenset()) -> None:
+    """Record the line of every key and item under ``node``, and each key a mapping gives twice
+    as ``(line, key path, first line)``. ``within``: the nodes above this one, so that an alias
+    of a node inside itself is not walked forever."""
+    if id(node) in within:
+        return
+    within = within | {id(node)}
     if isinstance(node, yaml.MappingNode):
+        first: dict[tuple[str, str], int] = {}  # (tag, text) of a key: the line it is first given on
         for key_node, value_node in node.value:
             key = key_node.value
-            lines[prefix + (key,)] = key_node.start_mark.line + 1
-            _collect_lines(value_node, prefix + (key,), lines)
+            line = key_node.start_mark.line + 1
+            # ``<<`` merges another mapping in: its keys may be given again on purpose.
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if (key_node.tag, key) in first:
+                    duplicates.append((line, prefix + (key,), first[(key_node.tag, key)]))
+                else:
+                    first[(key_node.tag, key)] = line
+            lines[prefix + (key,)] = line
+            _collect_lines(value_node, prefix + (key,), lines, duplicates, within)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             lines[prefix + (i,)] = item.start_mark.line + 1
-            _collect_lines(item, prefix + (i,), lines)
+            _collect_lines(item, prefix + (i,), lines, duplicates, within)
 
 
 def load_yaml(path: str | Path, error: type[TempuraError]) -> YamlDocument:
@@ -82,6 +106,10 @@ def load_yaml(path: str | Path, error: type[TempuraError]) -> YamlDocument:
         problem = getattr(exc, "problem", None) or str(exc)
         raise error(f"{where}: invalid YAML: {problem}") from None
     lines: dict[KeyPath, int] = {}
+    duplicates: list[tuple[int, KeyPath, int]] = []
     if node is not None:
-        _collect_lines(node, (), lines)
+        _collect_lines(node, (), lines, duplicates)
+    if duplicates:
+        line, key_path, first = min(duplicates, key=lambda found: found[0])
+        raise error(f"{file}:{line}: {key_text(key_path)}: given twice (first at line {first})")
     return YamlDocument(file, data, lines)
