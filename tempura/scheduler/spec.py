@@ -8,7 +8,8 @@ A spec names the query, its sources, the schedule and the objective::
     dialect: spark                    # optional; any sqlglot dialect
     sources:
       sales:
-        path: data/sales              # relative to this file's folder, or any URI Spark reads
+        path: data/sales              # relative: from this file's folder, and inside it; or an
+                                      # absolute path, or any URI Spark reads (_check_paths)
         format: parquet               # parquet | csv | json | orc
         options: {}                   # optional, passed to Spark's reader
         schema: {o_id: string}        # optional
@@ -17,13 +18,21 @@ A spec names the query, its sources, the schedule and the objective::
                                       # orders whose key it holds in o_id; within: 12h:
                                       # with it or at most 12 hours after it)
         key: s_id                     # optional: each value of s_id lands once in a cycle
-        changes: {op_column: _op}     # optional change data; delete_values default to ["D"]
+        changes:                      # optional: change data
+          op_column: _op
+          insert_values: ["I"]        # the default; no value both inserts and deletes
+          delete_values: ["D"]        # the default
+          deletes: strict             # strict: deleting a row that is not there is an error;
+                                      # lenient: such deletions are counted and dropped
         expected: [0.5, 0.5]          # optional: share of the rows per interval (sum <= 1),
                                       # or {rows: [1000, 1200]}
     schedule:
       at: ["2026-11-22T06:00:00", "2026-11-22T12:00:00"]
       # or: start: "2026-11-22T00:00:00", every: 6h, points: 4  (t_i = start + i*every)
+      # or: start: "2026-11-22", at: ["06:00", "24:00"]          (daily, at those times of day)
       deliver: last                   # last | every | [1-based indices]
+      allow_many_points: false        # more than 10,000 time points in a cycle are an error
+                                      # unless this is true
     objective:
       preset: deadline                # deadline | total; or weights: [0.1, 0.1, 1]
       margin: 0.1                     # optional: the share of recomputation's objective an
@@ -34,17 +43,27 @@ A spec names the query, its sources, the schedule and the objective::
                                       # trusted: taken as declared, unchecked
     cost: {stage: 1e9, executors: 8}  # optional: cost model constants for this query's planning
                                       # (a stage cost set here is not fitted to the run history)
+    output: {path: out, format: parquet, mode: snapshot}  # optional: where deliveries go (not
+                                      # the spec's folder, nor a source's, nor around either)
+    max_catch_up: 1                   # how many cycles a normal run may catch up on (>= 1)
+    allow_empty: false                # whether an empty delivery may replace a non-empty one
 
-pydantic checks each key's shape (unknown keys are errors); the rules that tie keys together
-(one query, increasing time points, one weight per time point, …) are checked after it. Every
-error is a :class:`SpecError` whose one-line message names the file, the line and the key path.
+pydantic checks each key's shape (unknown keys are errors, with the closest known key
+suggested; a key given twice is an error); the rules that tie keys together (one query,
+increasing time points, one weight per time point, …) are checked after it. Every error is a
+:class:`SpecError` whose one-line message names the file, the line and the key path.
+:meth:`StandingQuery.missing_paths` lists the local paths that do not exist, for ``validate``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import math
+import os
 import re
+import types
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, Mapping, NoReturn, Sequence
@@ -59,11 +78,15 @@ from tempura.errors import TempuraError
 from tempura.tvr.arrival import ArrivalModel, SourceArrival
 from tempura.tvr.bounds import KeyRule, reach
 from tempura.tvr.time import TimePoints, TimeValue
-from tempura.yamlfile import KeyPath, YamlDocument, load_yaml
+from tempura.yamlfile import KeyPath, YamlDocument, key_text, load_yaml
 
 # Under the ``deadline`` preset, work before the last time point costs this much per unit: idle
 # hours are nearly free, yet among plans equal at the deadline the one doing less work wins.
 DEADLINE_EPSILON = 1e-3
+
+# The most time points a cycle may have unless ``schedule.allow_many_points`` says more are meant:
+# every plan, manifest and weight list holds one entry per time point.
+MAX_TIME_POINTS = 10_000
 
 _DURATION = re.compile(r"(\d+)\s*([wdhms])")
 _SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)")
@@ -199,12 +222,19 @@ class ArrivalColumn(_Strict):
 
 class ChangeColumns(_Strict):
     """``changes``: the source delivers change data; rows whose op column holds one of
-    ``delete_values`` are deletions."""
+    ``insert_values`` are insertions, one of ``delete_values`` deletions (no value is both)."""
 
     op_column: Text
+    """The column saying what each row is: an insertion or a deletion."""
+    insert_values: tuple[Text, ...] = ("I",)
+    """The op column's values marking an insertion."""
     delete_values: tuple[Text, ...] = ("D",)
+    """The op column's values marking a deletion."""
+    deletes: Literal["strict", "lenient"] = "strict"
+    """``strict``: the deletion of a row that is not there is an error; ``lenient``: such a
+    deletion is counted and dropped."""
 
-    @field_validator("delete_values")
+    @field_validator("insert_values", "delete_values")
     @classmethod
     def _some_values(cls, values: tuple[str, ...]) -> tuple[str, ...]:
         if not values:
@@ -300,6 +330,9 @@ class ScheduleSpec(_Strict):
     points: Annotated[int, Field(ge=1)] | None = None
     deliver: Annotated[Literal["last", "every"] | tuple[int, ...], BeforeValidator(_deliver)] = "last"
     range: RangeSpec | None = None
+    allow_many_points: Annotated[bool, Field(strict=True)] = False
+    """A cycle of more than :data:`MAX_TIME_POINTS` time points is taken as a mistake (every
+    plan and manifest lists them all) unless this says it is meant."""
 
 
 class ObjectiveSpec(_Strict):
@@ -373,6 +406,12 @@ class SpecFile(_Strict):
     spark: SparkSpec = SparkSpec()
     hooks: HooksSpec = HooksSpec()
     cost: dict[str, Annotated[float, BeforeValidator(_scientific), Field(ge=0)]] = {}
+    max_catch_up: Annotated[int, Field(ge=1, strict=True)] = 1
+    """How many cycles a normal run may catch up on: when the wall clock finds more cycles due,
+    the older ones are left to an explicit catch-up."""
+    allow_empty: Annotated[bool, Field(strict=True)] = False
+    """Whether a delivery with no rows may replace one that has rows (``false``: it is an error,
+    taken as a sign of missing input)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,7 +436,9 @@ def load_spec(path: str | Path) -> StandingQuery:
     _check_paths(document, model)
     _check_cost(document, model)
     budget_key = _located(document, ("state_budget",), "").removesuffix(": ") if model.state_budget is not None else None
-    return StandingQuery(model, document.path, _query_text(document, model), budget_key)
+    path_keys: list[KeyPath] = [("sources", name, "path") for name in model.sources] + [("query_file",)]
+    where = tuple((key_text(key), _located(document, key, "").removesuffix(": ")) for key in path_keys)
+    return StandingQuery(model, document.path, _query_text(document, model), budget_key, where)
 
 
 def _check_cost(document: YamlDocument, model: SpecFile) -> None:
@@ -426,15 +467,8 @@ def _fail(document: YamlDocument, key_path: KeyPath, message: str) -> NoReturn:
 def _located(document: YamlDocument, key_path: Sequence[str | int], message: str) -> str:
     line = document.line_of(key_path)
     where = f"{document.path}, line {line}" if line is not None else str(document.path)
-    key = _key_text(key_path)
+    key = key_text(key_path)
     return f"{where}: {key}: {message}" if key else f"{where}: {message}"
-
-
-def _key_text(key_path: Sequence[str | int]) -> str:
-    text = ""
-    for part in key_path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def _validation_message(document: YamlDocument, error: ValidationError) -> str:
@@ -447,7 +481,9 @@ def _describe(problem: ErrorDetails) -> str:
     """pydantic's wording, rephrased for someone editing YAML."""
     kind, ctx = problem["type"], problem.get("ctx", {})
     if kind == "extra_forbidden":
-        return "unknown key"
+        loc = tuple(problem["loc"])
+        close = difflib.get_close_matches(str(loc[-1]), _known_keys(loc[:-1]), n=1) if loc else []
+        return f"unknown key (did you mean '{close[0]}'?)" if close else "unknown key"
     if kind == "missing":
         return "required key is missing"
     if kind == "literal_error":
@@ -460,12 +496,49 @@ def _describe(problem: ErrorDetails) -> str:
         return "must be a list"
     if kind == "string_type":
         return "must be a string"
+    if kind in ("bool_type", "bool_parsing"):
+        return "must be true or false"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return "must be an integer"
     if kind == "greater_than_equal":
         return f"must be at least {ctx.get('ge')}"
     message = problem["msg"]
     return message[:1].lower() + message[1:]
+
+
+def _known_keys(loc: Sequence[str | int]) -> list[str]:
+    """The keys the mapping at ``loc`` accepts, as written in a spec (empty if it takes any)."""
+    shape: object = SpecFile
+    for part in loc:
+        shape = _inside(shape, part)
+    return sorted({(field.alias or name) for model in _models(shape) for name, field in model.model_fields.items()})
+
+
+def _inside(shape: object, part: str | int) -> object:
+    """The type of ``part`` within a value of type ``shape`` (``None``: not known)."""
+    for option in _options(shape):
+        if isinstance(option, type) and issubclass(option, BaseModel):
+            for name, field in option.model_fields.items():
+                if part in (name, field.alias):
+                    return field.annotation
+        elif typing.get_origin(option) is dict:
+            return typing.get_args(option)[1]
+        elif typing.get_origin(option) in (tuple, list) and isinstance(part, int):
+            return typing.get_args(option)[0]
+    return None
+
+
+def _options(shape: object) -> list[object]:
+    """``shape`` without ``Annotated``, a union as its members."""
+    if typing.get_origin(shape) is Annotated:
+        return _options(typing.get_args(shape)[0])
+    if typing.get_origin(shape) in (typing.Union, types.UnionType):
+        return [o for member in typing.get_args(shape) for o in _options(member)]
+    return [shape]
+
+
+def _models(shape: object) -> list[type[BaseModel]]:
+    return [o for o in _options(shape) if isinstance(o, type) and issubclass(o, BaseModel)]
 
 
 def _check_query_choice(document: YamlDocument, model: SpecFile) -> None:
@@ -522,6 +595,12 @@ def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpe
         _fail(document, ("sources", name, "arrival"), "give either 'column' (each row's arrival time) or 'by: file'")
     if source.arrival.by == "file" and source.changes is not None:
         _fail(document, ("sources", name, "changes"), "change data needs each change's time: give 'arrival: {column: …}'")
+    if source.changes is not None:
+        both = [v for v in source.changes.insert_values if v in source.changes.delete_values]
+        if both:
+            given = "insert_values" if "insert_values" in source.changes.model_fields_set else "delete_values"
+            _fail(document, ("sources", name, "changes", given),
+                  f"'{both[0]}' cannot mark both an insertion and a deletion (insert_values and delete_values share it)")
     if source.schema_ is None:
         return
     declared = {column.lower() for column in source.schema_}
@@ -591,10 +670,17 @@ def _first_cycle(document: YamlDocument, schedule: ScheduleSpec) -> tuple[TimeVa
                      "points": schedule.points}
         missing = [k for k, v in generated.items() if v is None]
         _fail(document, ("schedule",), f"give 'at', or 'start', 'every' and 'points' (missing: {', '.join(missing)})")
+    count = len(schedule.at) if schedule.at is not None else schedule.points
+    if count is not None and count > MAX_TIME_POINTS and not schedule.allow_many_points:
+        listed = "at" if schedule.at is not None else "points"
+        _fail(document, ("schedule", listed), f"{count:,} time points in a cycle, more than {MAX_TIME_POINTS:,}: "
+              "give 'allow_many_points: true' in 'schedule' if that many are meant")
     try:
         found = cycle_values(schedule, 0)
     except ValueError as exc:
-        _fail(document, ("schedule", "every") if schedule.every is not None else ("schedule", "range", "slide"), str(exc))
+        key: KeyPath = ("schedule", "start") if schedule.at is not None else (
+            ("schedule", "every") if schedule.every is not None else ("schedule", "range", "slide"))
+        _fail(document, key, str(exc))
     assert found is not None
     return found
 
@@ -628,36 +714,107 @@ def _time_of_day(text: str) -> dt.timedelta:
 def cycle_values(schedule: ScheduleSpec, n: int) -> tuple[TimeValue | None, tuple[TimeValue, ...]] | None:
     """Cycle ``n``'s origin ``t_0`` (rows arriving at or before it belong to earlier cycles;
     ``None``: no earlier cycle) and its time points; ``None`` when the schedule has no cycle
-    ``n`` (explicit ``at`` values make one cycle)."""
+    ``n`` (explicit ``at`` values make one cycle; a cycle past the year 9999 does not exist).
+    Only cycle ``n``'s values are computed: a schedule that started years ago is not replayed."""
+    if schedule.at is not None and not all(isinstance(v, str) for v in schedule.at):
+        return (None, tuple(schedule.at)) if n == 0 else None  # type: ignore[arg-type]
+    try:
+        if schedule.at is not None:
+            assert schedule.start is not None
+            day = schedule.start.date() if isinstance(schedule.start, dt.datetime) else schedule.start
+            if not isinstance(day, dt.date):
+                raise ValueError("times of day need a date or timestamp 'start'")
+            midnight = dt.datetime.combine(day + dt.timedelta(days=n), dt.time())
+            return midnight, tuple(midnight + _time_of_day(str(v)) for v in schedule.at)
+        start, step, points = _generated(schedule)
+        origin = start if n == 0 else generate_time_points(start, step, 1, after=n * points - 1)[0]
+        return origin, generate_time_points(start, step, points, after=n * points)
+    except OverflowError:
+        if n == 0:
+            raise ValueError("the time points run past the largest date (9999-12-31)") from None
+        return None
+
+
+def cycle_index_at(schedule: ScheduleSpec, moment: TimeValue) -> int | None:
+    """The index of the last cycle whose first time point is at or before ``moment`` (the cycle
+    whose time points span it, or the one just before it when it falls between two cycles);
+    ``None`` if ``moment`` is before the schedule's first time point. Computed from ``start`` and
+    the step, not by listing cycles: a schedule starting in 1991 finds today's cycle at once. A
+    date ``moment`` is taken as its midnight on a timestamp schedule; a timestamp as its date on
+    a date schedule."""
+    if schedule.at is not None and not all(isinstance(v, str) for v in schedule.at):
+        first: TimeValue = schedule.at[0]  # type: ignore[assignment]
+        return 0 if _not_after(first, _like(moment, first)) else None
     if schedule.at is not None:
-        if not all(isinstance(v, str) for v in schedule.at):
-            return (None, tuple(schedule.at)) if n == 0 else None  # type: ignore[arg-type]
         assert schedule.start is not None
         day = schedule.start.date() if isinstance(schedule.start, dt.datetime) else schedule.start
         if not isinstance(day, dt.date):
             raise ValueError("times of day need a date or timestamp 'start'")
-        midnight = dt.datetime.combine(day + dt.timedelta(days=n), dt.time())
-        return midnight, tuple(midnight + _time_of_day(str(v)) for v in schedule.at)
+        first_point = dt.datetime.combine(day, dt.time()) + _time_of_day(str(schedule.at[0]))
+        at = _like(moment, first_point)
+        assert isinstance(at, dt.datetime)
+        days = (at - first_point) // dt.timedelta(days=1)
+        return days if days >= 0 else None
+    start, step, points = _generated(schedule)
+    at = _like(moment, start)
+    if isinstance(start, dt.datetime):
+        assert isinstance(at, dt.datetime) and isinstance(step, dt.timedelta)
+        steps = (at - start) // step  # the last time point at or before the moment: t_steps
+    elif isinstance(start, dt.date):
+        assert isinstance(at, dt.date) and isinstance(step, dt.timedelta)
+        steps = (at - start).days // step.days
+    else:
+        assert isinstance(at, (int, float)) and isinstance(start, (int, float)) and isinstance(step, int)
+        steps = int((at - start) // step)
+    # Cycle n's first time point is t_{n·points + 1}.
+    return (steps - 1) // points if steps >= 1 else None
+
+
+def _generated(schedule: ScheduleSpec) -> tuple[TimeValue, dt.timedelta | int, int]:
+    """A generated schedule's ``start``, step (``every``, or a range's slide) and points per cycle."""
     step = schedule.every if schedule.every is not None else (schedule.range.slide if schedule.range else None)
     assert schedule.start is not None and schedule.points is not None and step is not None
-    values = generate_time_points(schedule.start, step, (n + 1) * schedule.points)
-    origin = values[n * schedule.points - 1] if n else schedule.start
-    return origin, values[n * schedule.points:]
+    return schedule.start, step, schedule.points
 
 
-def generate_time_points(start: TimeValue, every: dt.timedelta | int, points: int) -> tuple[TimeValue, ...]:
-    """``start + i * every`` for ``i = 1..points``; dates step by whole days, integers by integers."""
+def _like(moment: TimeValue, reference: TimeValue) -> TimeValue:
+    """``moment`` as a value of ``reference``'s kind, to compare or subtract the two."""
+    if isinstance(reference, dt.datetime):
+        if isinstance(moment, dt.datetime):
+            if (moment.tzinfo is None) != (reference.tzinfo is None):
+                raise ValueError(f"{moment} and the schedule's {reference} differ in having a time zone")
+            return moment
+        if isinstance(moment, dt.date):
+            return dt.datetime.combine(moment, dt.time(), tzinfo=reference.tzinfo)
+    elif isinstance(reference, dt.date):
+        if isinstance(moment, dt.datetime):
+            return moment.date()
+        if isinstance(moment, dt.date):
+            return moment
+    elif isinstance(moment, (int, float)) and not isinstance(moment, bool):
+        return moment
+    raise ValueError(f"{moment!r} is not a time point of this schedule ({_time_kind(reference)} values)")
+
+
+def _not_after(first: TimeValue, moment: TimeValue) -> bool:
+    return bool(first <= moment)  # type: ignore[operator]
+
+
+def generate_time_points(start: TimeValue, every: dt.timedelta | int, points: int, after: int = 0) -> tuple[TimeValue, ...]:
+    """``start + (after + i) * every`` for ``i = 1..points``; dates step by whole days, integers
+    by integers."""
+    steps = range(after + 1, after + points + 1)
     if isinstance(start, dt.datetime):
         if not isinstance(every, dt.timedelta):
             raise ValueError(f"timestamps step by a duration such as 6h, not by {every}")
-        return tuple(start + i * every for i in range(1, points + 1))
+        return tuple(start + i * every for i in steps)
     if isinstance(start, dt.date):
         if not isinstance(every, dt.timedelta) or every % dt.timedelta(days=1):
             raise ValueError(f"dates step by whole days such as 1d, not by {every}")
-        return tuple(start + i * every for i in range(1, points + 1))
+        return tuple(start + i * every for i in steps)
     if not isinstance(every, int):
         raise ValueError(f"integer time points step by an integer, not by a duration ({every})")
-    return tuple(start + i * every for i in range(1, points + 1))
+    return tuple(start + i * every for i in steps)
 
 
 def _time_kind(value: TimeValue) -> str:
@@ -698,8 +855,19 @@ def _check_expected(document: YamlDocument, model: SpecFile, k: int) -> None:
 
 
 def _check_paths(document: YamlDocument, model: SpecFile) -> None:
-    """Local paths stay inside the spec's folder (the project), so a spec cannot read or replace
-    files elsewhere; URIs (``s3a://``, ``hdfs://``) are the cluster's business."""
+    """The rule for paths in a spec:
+
+    - a relative path is resolved from the spec's folder and stays inside it: a ``..`` that
+      climbs out is an error (``file:data/x`` is relative too);
+    - an absolute path, or a URI with a scheme (``file:///…``, ``hdfs://…``, ``s3a://…``), is
+      taken as it is: a spec may name data anywhere, as it may name a hook whose code runs — a
+      spec is as trusted as code;
+    - the output is not the spec's folder and does not contain it, and it is not a source's
+      folder, inside one, or around one: a delivery replaces its folder. Local paths and
+      ``file:`` URIs (``file:/x``, ``file:///x`` are the local ``/x``) are compared resolved;
+      other URIs as text; a local path and another scheme's URI never overlap;
+    - ``query_file`` is read by tempura itself: a local path or a ``file:`` URI.
+    """
     folder = document.path.resolve().parent
     paths: list[tuple[KeyPath, str]] = [(("sources", name, "path"), source.path) for name, source in model.sources.items()]
     if model.query_file is not None:
@@ -707,21 +875,101 @@ def _check_paths(document: YamlDocument, model: SpecFile) -> None:
     if model.output is not None:
         paths.append((("output", "path"), model.output.path))
     for key, path in paths:
-        if "://" in path:
-            continue
-        local = path.removeprefix("file:") if path.startswith("file:") else path
-        resolved = (folder / local).resolve()
-        if resolved != folder and folder not in resolved.parents:
-            _fail(document, key, f"'{path}' is outside the spec's folder {folder}: keep a job's files inside its folder")
-        if key[-1] == "path" and key[0] == "output" and resolved == folder:
-            _fail(document, key, "the output folder cannot be the spec's own folder")
+        relative = _relative_part(path)
+        if relative is not None and _climbs_out(relative):
+            _fail(document, key, f"'{path}' is outside the spec's folder {folder}: a relative path stays inside it "
+                  "(give an absolute path or a URI for data elsewhere)")
+    if model.query_file is not None and _local_path(model.query_file, folder) is None:
+        _fail(document, ("query_file",), f"'{model.query_file}' is not a local file: tempura reads the query itself")
+    if model.output is not None:
+        _check_output_path(document, model, folder)
+
+
+def _check_output_path(document: YamlDocument, model: SpecFile, folder: Path) -> None:
+    assert model.output is not None
+    key: KeyPath = ("output", "path")
+    output = model.output.path
+    local = _local_path(output, folder)
+    if local == folder:
+        _fail(document, key, "the output folder cannot be the spec's own folder")
+    if local is not None and local in folder.parents:
+        _fail(document, key, f"'{output}' contains the spec's folder {folder}: a delivery replaces the output folder")
+    for name, source in model.sources.items():
+        overlap = _overlap(output, local, source.path, _local_path(source.path, folder))
+        if overlap == "same":
+            _fail(document, key, f"'{output}' is the folder of source '{name}': a delivery would replace its data")
+        if overlap == "inside":
+            _fail(document, key, f"'{output}' is inside the folder of source '{name}' ('{source.path}'): "
+                  "deliveries would be read as its data")
+        if overlap == "contains":
+            _fail(document, key, f"'{output}' contains the folder of source '{name}' ('{source.path}'): "
+                  "a delivery would replace its data")
+
+
+def _overlap(a: str, a_local: Path | None, b: str, b_local: Path | None) -> Literal["same", "inside", "contains"] | None:
+    """How the folder ``a`` lies against ``b``: the same, inside it, containing it, or apart."""
+    if a_local is not None and b_local is not None:
+        if a_local == b_local:
+            return "same"
+        return "inside" if b_local in a_local.parents else ("contains" if a_local in b_local.parents else None)
+    if a_local is not None or b_local is not None:
+        return None
+    a_text, b_text = a.rstrip("/"), b.rstrip("/")
+    if a_text == b_text:
+        return "same"
+    return "inside" if a_text.startswith(b_text + "/") else ("contains" if b_text.startswith(a_text + "/") else None)
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _is_uri(path: str) -> bool:
+    return bool(_SCHEME.match(path)) or path.startswith("file:")
+
+
+def _relative_part(path: str) -> str | None:
+    """A relative path's text (``file:`` dropped), or ``None`` for absolute paths and URIs."""
+    text = path.removeprefix("file:")
+    if text.startswith("/") or (text == path and _is_uri(path)):
+        return None
+    return text
+
+
+def _climbs_out(relative: str) -> bool:
+    normal = os.path.normpath(relative)
+    return normal == os.pardir or normal.startswith(os.pardir + os.sep)
+
+
+def _local_path(path: str, folder: Path) -> Path | None:
+    """Where ``path`` is on this machine, resolved from ``folder``; ``None`` for a URI of another
+    scheme, or a ``file:`` URI naming another host."""
+    if path.startswith("file://"):
+        host, _, rest = path.removeprefix("file://").partition("/")
+        if host not in ("", "localhost"):
+            return None
+        return Path("/" + rest).resolve()
+    if path.startswith("file:"):
+        return (folder / path.removeprefix("file:")).resolve()
+    if _is_uri(path):
+        return None
+    return (folder / path).resolve()  # an absolute path stays itself
+
+
+def _location(path: str, folder: Path) -> str:
+    """A URI as given (``file:`` ones too), any other path resolved from ``folder``."""
+    if _is_uri(path) and _relative_part(path) is None:
+        return path
+    local = _local_path(path, folder)
+    assert local is not None
+    return str(local)
 
 
 def _query_text(document: YamlDocument, model: SpecFile) -> str:
     if model.query is not None:
         return model.query
     assert model.query_file is not None
-    file = document.path.resolve().parent / model.query_file
+    file = _local_path(model.query_file, document.path.resolve().parent)
+    assert file is not None  # _check_paths: a local file
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -735,10 +983,6 @@ def _query_text(document: YamlDocument, model: SpecFile) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # The validated spec.
-
-
-def _is_uri(path: str) -> bool:
-    return "://" in path or path.startswith("file:")
 
 
 @dataclass(frozen=True)
@@ -768,11 +1012,22 @@ class StandingQuery:
     path: Path
     sql: str
     budget_key: str | None = None  # where state_budget is set ("file, line N: state_budget"), for errors
+    where: tuple[tuple[str, str], ...] = ()  # key path -> "file, line N: key path", for the paths' errors
 
     @property
     def state_budget(self) -> float | None:
         """The most bytes of kept states alive at once, if the spec limits them."""
         return self.model.state_budget
+
+    @property
+    def max_catch_up(self) -> int:
+        """How many cycles a normal run may catch up on (``max_catch_up``, at least 1)."""
+        return self.model.max_catch_up
+
+    @property
+    def allow_empty(self) -> bool:
+        """Whether an empty delivery may replace a non-empty one (``allow_empty``)."""
+        return self.model.allow_empty
 
     @property
     def folder(self) -> Path:
@@ -835,8 +1090,34 @@ class StandingQuery:
 
     def location(self, source: str) -> str:
         """Where ``source``'s data lives: a URI as given, a path resolved from the spec's folder."""
-        path = self.sources[source.lower()].path
-        return path if _is_uri(path) else str((self.folder / path).resolve())
+        return _location(self.sources[source.lower()].path, self.folder)
+
+    def output_location(self) -> str | None:
+        """Where deliveries go (``output.path``): a URI as given, a path resolved from the spec's
+        folder; ``None`` when the spec has no ``output``."""
+        output = self.model.output
+        return _location(output.path, self.folder) if output is not None else None
+
+    def cycle_index_at(self, moment: TimeValue) -> int | None:
+        """The cycle spanning ``moment`` (:func:`cycle_index_at`), computed, not searched for."""
+        return cycle_index_at(self.model.schedule, moment)
+
+    def missing_paths(self) -> list[str]:
+        """One message per source path (local, or a ``file:`` URI) and ``query_file`` that does
+        not exist now: ``file, line N: sources.x.path: /abs/x does not exist``. Other URIs are
+        the cluster's to check."""
+        keys = dict(self.where)
+        paths: list[tuple[KeyPath, str]] = [(("sources", name, "path"), source.path)
+                                            for name, source in self.model.sources.items()]
+        if self.model.query_file is not None:
+            paths.append((("query_file",), self.model.query_file))
+        out = []
+        for key_path, path in paths:
+            local = _local_path(path, self.folder)
+            if local is not None and not local.exists():
+                key = key_text(key_path)
+                out.append(f"{keys.get(key, f'{self.path}: {key}')}: {local} does not exist")
+        return out
 
     def catalog(self) -> Catalog:
         """The sources as catalog tables, named in lower case."""
