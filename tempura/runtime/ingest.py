@@ -17,13 +17,18 @@ belong to interval ``i``:
 - ``arrival: {by: file}``: every row of the files first found at ``t_i``;
 - **late rows**, in files first found at ``t_i`` but arriving at or before ``t_{i-1}``, go to
   interval ``i`` under ``late: next``, or to ``rejected/<source>/i=NNN/`` under ``late: reject``;
+- rows of files first found at ``t_i`` whose arrival is NULL belong to no interval: they are
+  counted and set aside under ``rejected/<source>/i=NNN/`` too (:func:`null_arrival_rows`);
 - **range** ``(t - L, t]``: at ``t_1`` the rows of the first window; at ``t_i`` the rows arriving in
   ``(t_{i-1}, t_i]`` are insertions, and the landed rows whose window ends in ``(t_{i-1}, t_i]``
   (arrival ``+ L``) are deletions.
 
-Before anything is written, each new file's schema is compared with the source's: a file that
-adds, drops or retypes a column stops the time point with an error naming the file and the
-columns, and nothing is committed.
+Before anything is written, each new file is read on its own (:func:`file_schemas`): a file
+Spark cannot read as the source's format (a corrupt file, a CSV file among parquet ones) stops
+the time point with an error naming the source and the file; then its schema is compared with
+the source's (:func:`check_schema`): a file that adds, drops or retypes a column stops the time
+point with an error naming the file and the columns. Either way nothing is committed. A change
+feed's interval is checked before it lands as well (:mod:`tempura.runtime.changes`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from tempura.errors import ExecutionError
 from tempura.runtime.executor import spark_error_message
 from tempura.runtime.files import uri
 from tempura.runtime.sources import SourceData, _time_literal
+from tempura.sql.names import quote_identifier
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -59,6 +65,8 @@ class Feed:
     op_column: str | None = None
     delete_values: tuple[str, ...] = ("D",)
     window: dt.timedelta | int | None = None  # a range query's window length
+    insert_values: tuple[str, ...] = ("I",)  # a change feed's op values marking an insertion
+    deletion_policy: str = "strict"  # a change feed's deletion of an absent row: "strict" (error) or "lenient"
 
     @property
     def deletes(self) -> bool:
@@ -84,43 +92,79 @@ class Landed:
     rows: int = 0
     deletions: int = 0
     late: int = 0  # late rows taken into this interval (late: next)
-    rejected: int = 0  # late rows set aside (late: reject)
+    rejected: int = 0  # rows set aside: late rows (late: reject) and those with a NULL arrival
     new_files: list[tuple[str, int, int]] = field(default_factory=list)
     path: str = ""
+    null_arrival: int = 0  # rows of new files whose arrival is NULL (set aside, counted in ``rejected``)
+    absent_deletions: int = 0  # deletions of absent rows dropped (a change feed under ``deletes: lenient``)
+    check_cpu_seconds: float = 0.0  # executor CPU of checking a change feed's interval
 
     def to_json(self) -> dict[str, Any]:
         return {"rows": self.rows, "deletions": self.deletions, "late": self.late, "rejected": self.rejected,
-                "new_files": len(self.new_files), "path": self.path}
+                "null_arrival": self.null_arrival, "absent_deletions": self.absent_deletions,
+                "check_cpu_seconds": self.check_cpu_seconds, "new_files": len(self.new_files), "path": self.path}
+
+
+def _spark_errors() -> tuple[type[Exception], ...]:
+    """What Spark raises for a file it cannot read: converted errors, and the JVM's own."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    return PySparkException, Py4JJavaError
 
 
 def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = None) -> DataFrame:
     """The source's files (all, or ``paths``) as Spark reads them, with each row's file."""
-    from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
     reader = spark.read.format(feed.format).options(**dict(feed.options))
     if feed.schema:
-        reader = reader.schema(", ".join(f"`{c}` {t}" for c, t in feed.schema.items()))
+        reader = reader.schema(", ".join(f"{quote_identifier(c)} {t}" for c, t in feed.schema.items()))
     try:
         frame = reader.load(list(paths) if paths is not None else uri(feed.location))
         return frame.withColumn(FILE, F.input_file_name())
-    except PySparkException as error:
+    except _spark_errors() as error:
         raise ExecutionError(f"source '{feed.name}': cannot read {feed.location}: {spark_error_message(error)}") from None
 
 
-def check_schema(spark: SparkSession, feed: Feed, expected: StructType, files: Sequence[str]) -> None:
-    """Raise :class:`ExecutionError` naming the first of ``files`` whose columns differ from
-    ``expected`` (names, and types where the format stores them)."""
-    from pyspark.errors import PySparkException
+def file_schemas(spark: SparkSession, feed: Feed, files: Sequence[str]) -> dict[str, StructType]:
+    """Each of ``files`` read on its own as the source's format: its columns. Raises
+    :class:`ExecutionError` naming the source and the first file Spark cannot read so (a corrupt
+    file, or one of another format), in one line.
 
+    A file whose footer cannot be read is skipped by Spark's reader here (``ignoreCorruptFiles``),
+    so that it surfaces as a schema nothing could be inferred from instead of a failed task and
+    the JVM's stack trace on standard error."""
+    out = {}
+    for path in files:
+        reader = spark.read.format(feed.format).options(**dict(feed.options)).option("ignoreCorruptFiles", "true")
+        try:
+            found = reader.load(path).schema
+        except _spark_errors() as error:
+            raise ExecutionError(f"source '{feed.name}': cannot read {path} as {feed.format}: "
+                                 f"{_unreadable(error)} (nothing was committed; fix or remove the file and run again)") from None
+        if not found.fields:
+            raise ExecutionError(f"source '{feed.name}': cannot read {path} as {feed.format}: it holds no columns "
+                                 f"(nothing was committed; fix or remove the file and run again)")
+        out[path] = found
+    return out
+
+
+def _unreadable(error: Exception) -> str:
+    text = spark_error_message(error)
+    if "UNABLE_TO_INFER_SCHEMA" in text:  # every file skipped as corrupt: no footer Spark could read
+        return "not a readable file of that format (corrupt, or of another format)"
+    return text
+
+
+def check_schema(feed: Feed, expected: StructType, found: Mapping[str, StructType]) -> None:
+    """Raise :class:`ExecutionError` naming the first of the files ``found`` (each with its
+    columns, :func:`file_schemas`) whose columns differ from ``expected`` (names, and types where
+    the format stores them)."""
     typed = feed.format in ("parquet", "orc")
     want = {f.name.lower(): f.dataType.simpleString() for f in expected.fields if f.name != FILE}
-    for path in files:
-        try:
-            found = spark.read.format(feed.format).options(**dict(feed.options)).load(path).schema
-        except PySparkException as error:
-            raise ExecutionError(f"source '{feed.name}': cannot read {path}: {spark_error_message(error)}") from None
-        have = {f.name.lower(): f.dataType.simpleString() for f in found.fields}
+    for path, schema in found.items():
+        have = {f.name.lower(): f.dataType.simpleString() for f in schema.fields}
         added = sorted(set(have) - set(want))
         missing = sorted(set(want) - set(have))
         retyped = sorted(c for c in set(have) & set(want) if typed and have[c] != want[c])
@@ -136,7 +180,7 @@ def check_schema(spark: SparkSession, feed: Feed, expected: StructType, files: S
 def _col(name: str) -> Column:
     from pyspark.sql import functions as F
 
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quote_identifier(name))
 
 
 def _shift(value: Any, window: dt.timedelta | int) -> Any:
@@ -152,13 +196,17 @@ def interval_rows(
     index: int,
     late: str,
     landed: DataFrame | None,
+    keep_file: bool = False,
 ) -> tuple[DataFrame, DataFrame | None]:
     """The rows of interval ``index`` (with ``__tp`` and, for deleting feeds, ``__op``), and the
     late rows (``None`` when none can be): set aside under ``late: reject``, taken into the
     interval under ``late: next``.
 
     ``source``: the source's rows with their files; ``new_files``: the files first found now;
-    ``landed``: the rows landed at earlier intervals (for a range query's deletions)."""
+    ``landed``: the rows landed at earlier intervals (for a range query's deletions);
+    ``keep_file``: keep each row's file (``__file``, NULL for a window's leaving rows), for the
+    checks that name it. A change feed's op value marks a deletion if it is one of the delete
+    values, else an insertion: :func:`tempura.runtime.changes.check_ops` rejects other values."""
     from pyspark.sql import functions as F
 
     start = values[index - 2] if index > 1 else origin
@@ -197,13 +245,26 @@ def interval_rows(
             deletion = F.coalesce(_col(feed.op_column).isin(list(feed.delete_values)), F.lit(False))
             op = F.when(deletion, F.lit("D")).otherwise(F.lit("I"))
         out = out.withColumn(OP, op)
-    out = out.drop(FILE)
+    if not keep_file:
+        out = out.drop(FILE)
     if feed.window is not None and landed is not None and index > 1 and feed.arrival_column is not None:
         leaving = _col(feed.arrival_column)
         low, high = _shift(start, feed.window), _shift(end, feed.window)
         gone = landed.where((_col(OP) == "I") & (leaving > _time_literal(low)) & (leaving <= _time_literal(high)))
-        out = out.unionByName(gone.withColumn(TP, F.lit(index).cast("int")).withColumn(OP, F.lit("D")))
+        gone = gone.withColumn(TP, F.lit(index).cast("int")).withColumn(OP, F.lit("D"))
+        if keep_file:
+            gone = gone.withColumn(FILE, F.lit(None).cast("string"))
+        out = out.unionByName(gone)
     return out, late_found
+
+
+def null_arrival_rows(feed: Feed, source: DataFrame, new_files: set[str]) -> DataFrame | None:
+    """The rows of the files first found now whose arrival is NULL (``None`` for a source that
+    arrives by file, or when no file is new): no interval holds them, so they are set aside.
+    Only new files' rows, so that each such row is counted once, when its file is found."""
+    if feed.arrival_column is None or not new_files:
+        return None
+    return source.where(_col(FILE).isin(sorted(new_files)) & _col(feed.arrival_column).isNull()).drop(FILE)
 
 
 def landing_data(spark: SparkSession, feed: Feed, folders: Sequence[str], schema: StructType, k: int) -> SourceData:
@@ -211,7 +272,7 @@ def landing_data(spark: SparkSession, feed: Feed, folders: Sequence[str], schema
     are the interval indices ``1..k`` (``__tp``)."""
     frame = spark.read.schema(schema).parquet(*folders) if folders else spark.createDataFrame([], schema)
     return SourceData(feed.name, frame, TP, OP if feed.deletes else None, ("D",), tuple(range(1, k + 1)),
-                      hidden=feed.hidden)
+                      hidden=feed.hidden, checked=True)
 
 
 def landed_schema(feed: Feed, source_schema: StructType) -> StructType:
@@ -224,5 +285,5 @@ def landed_schema(feed: Feed, source_schema: StructType) -> StructType:
     return StructType(fields)
 
 
-__all__ = ["FILE", "OP", "TP", "Feed", "Landed", "check_schema", "interval_rows", "landed_schema", "landing_data",
-           "read_source"]
+__all__ = ["FILE", "OP", "TP", "Feed", "Landed", "check_schema", "file_schemas", "interval_rows", "landed_schema",
+           "landing_data", "null_arrival_rows", "read_source"]

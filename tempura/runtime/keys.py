@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from tempura.sql.names import quote_identifier
 from tempura.tvr.bounds import KeyRule, Lag
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _keys(frame: DataFrame, column: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     name = next((c for c in frame.columns if c.lower() == column.lower()), column)
-    return frame.select(F.col(f"`{name}`").alias("k"))
+    return frame.select(F.col(quote_identifier(name)).alias("k"))
 
 
 def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str, str], Sequence[int]]) -> str | None:

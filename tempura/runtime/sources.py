@@ -8,7 +8,10 @@ source into the temporary views that plans read:
 - ``SD[i,j]`` (:func:`source_delta`): the rows that arrived in ``(t_i, t_j]`` with the
   multiplicity column ``__m`` (``+1`` per insertion, ``-1`` per deletion), not consolidated;
 - ``SS[j]`` (:func:`source_snapshot`): the bag of rows present at version ``j``, insertions minus
-  deletions. A deletion of a row that is not there is an :class:`~tempura.errors.ExecutionError`;
+  deletions, interval by interval: a deletion of a row that is not there (not inserted in an
+  earlier interval, nor in the same one) is an :class:`~tempura.errors.ExecutionError`, or under
+  ``deletes: lenient`` removes nothing — as the runtime lands change data
+  (:mod:`tempura.runtime.changes`);
 - :func:`register_read` registers either under the view a
   :class:`~tempura.tvr.operators.SourceRead` reads (``SourceRead.view``);
 - :func:`register_snapshots` registers every source's snapshot under its own table name, so that
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from tempura.errors import CatalogError, ExecutionError
+from tempura.sql.names import quote_identifier
 from tempura.tvr.time import TimePoints
 from tempura.tvr.zset import MULT
 
@@ -50,6 +54,8 @@ class SourceData:
     delete_values: tuple[Any, ...] = ("D",)
     time_values: tuple[Any, ...] = ()
     hidden: tuple[str, ...] = ()  # further columns a query does not see (change metadata)
+    deletion_policy: str = "strict"  # a deletion of an absent row: an error ("strict") or nothing ("lenient")
+    checked: bool = False  # its deletions were checked interval by interval as they landed (tempura's landing)
 
     def __post_init__(self) -> None:
         columns = {c.lower(): c for c in self.frame.columns}
@@ -89,7 +95,7 @@ class SourceData:
 def _column(name: str) -> Column:
     from pyspark.sql import functions as F
 
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quote_identifier(name))
 
 
 def _time_literal(value: Any) -> Column:
@@ -146,7 +152,13 @@ def source_delta(source: SourceData, start: int, end: int) -> DataFrame:
 def source_snapshot(source: SourceData, version: int) -> DataFrame:
     """``SS[version]``: the bag of rows present as of ``t_version``.
 
-    Raises :class:`ExecutionError` when a deletion up to then removes a row that is not present.
+    Per distinct row, interval ``j``'s insertions minus deletions are added to the count of the
+    intervals before it; a deletion may remove a row inserted in an earlier interval or in its
+    own. A count going below 0 is a deletion of a row that is not there: under ``strict`` an
+    :class:`ExecutionError` naming the row, under ``lenient`` the deletions too many remove
+    nothing (the count stays 0: ``c_j = max(0, c_{j-1} + Δ_j)``, that is the running sum less
+    its lowest point below 0). A source whose deletions were checked as they landed is only
+    consolidated (its counts never go below 0).
     """
     from pyspark.sql import functions as F
 
@@ -154,16 +166,15 @@ def source_snapshot(source: SourceData, version: int) -> DataFrame:
     data = [_column(c) for c in source.data_columns]
     if source.op_column is None:
         return rows.select(*data)
-    consolidated = _signed(source, rows).groupBy(*data).agg(F.sum(_column(MULT)).alias(MULT))
-    missing = consolidated.where(_column(MULT) < 0).limit(1).collect()
-    if missing:
-        row = missing[0].asDict()
-        described = ", ".join(f"{c}={row[c]!r}" for c in source.data_columns)
-        excess = -row[MULT]
-        raise ExecutionError(
-            f"source '{source.table}': a deletion by t{version} ({source.time_values[version - 1]}) removes a row "
-            f"that is not present: ({described}) is deleted {excess} more time{'s' if excess != 1 else ''} than inserted"
-        )
+    if source.checked or version <= 1:
+        consolidated = _signed(source, rows).groupBy(*data).agg(F.sum(_column(MULT)).alias(MULT))
+        short = consolidated.where(_column(MULT) < 0)
+        if source.deletion_policy == "lenient":
+            consolidated = consolidated.withColumn(MULT, F.greatest(_column(MULT), F.lit(0).cast("bigint")))
+        else:
+            _check_present(source, short.select(*data, F.lit(version).alias(_FIRST), (-_column(MULT)).alias(_EXCESS)))
+    else:
+        consolidated = _interval_counts(source, rows, version)
     copy = "__copy"
     while copy in source.data_columns:
         copy = "_" + copy
@@ -172,6 +183,54 @@ def source_snapshot(source: SourceData, version: int) -> DataFrame:
         consolidated.where(_column(MULT) > 0)
         .select(*data, F.explode(F.sequence(F.lit(1).cast("bigint"), _column(MULT))).alias(copy))
         .select(*data)
+    )
+
+
+_FIRST, _EXCESS, _RUNNING = "__first_short", "__excess", "__running"
+
+
+def _interval_counts(source: SourceData, rows: DataFrame, version: int) -> DataFrame:
+    """Each distinct row's count as of ``version`` (the data columns and ``__m``), from its
+    insertions and deletions per interval ``(t_{j-1}, t_j]``, under the source's policy."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    data = [_column(c) for c in source.data_columns]
+    arrival = _column(source.arrival_column)
+    interval = F.when(arrival <= _time_literal(source.time_values[0]), F.lit(1))
+    for j in range(2, version + 1):
+        interval = interval.when(arrival <= _time_literal(source.time_values[j - 1]), F.lit(j))
+    ivl = "__interval"
+    assert source.op_column is not None
+    deletion = F.coalesce(_column(source.op_column).isin(list(source.delete_values)), F.lit(False))
+    mult = F.when(deletion, F.lit(-1)).otherwise(F.lit(1)).cast("bigint")
+    per = rows.select(*data, interval.alias(ivl), mult.alias(MULT)).groupBy(*data, _column(ivl)).agg(
+        F.sum(_column(MULT)).alias(MULT))
+    so_far = Window.partitionBy(*data).orderBy(_column(ivl)).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    running = per.withColumn(_RUNNING, F.sum(_column(MULT)).over(so_far))
+    counts = running.groupBy(*data).agg(
+        F.sum(_column(MULT)).alias(MULT),
+        F.least(F.min(_column(_RUNNING)), F.lit(0).cast("bigint")).alias(_EXCESS),
+        F.min(F.when(_column(_RUNNING) < 0, _column(ivl))).alias(_FIRST),
+    )
+    if source.deletion_policy != "lenient":
+        _check_present(source, counts.where(_column(_EXCESS) < 0).select(*data, _column(_FIRST), (-_column(_EXCESS)).alias(_EXCESS)))
+        return counts.select(*data, _column(MULT))
+    return counts.select(*data, (_column(MULT) - _column(_EXCESS)).alias(MULT))
+
+
+def _check_present(source: SourceData, short: DataFrame) -> None:
+    """Raise :class:`ExecutionError` naming the first row of ``short`` (the data columns, the
+    interval its count first goes below 0 in, and by how much): a deletion of an absent row."""
+    missing = short.limit(1).collect()
+    if not missing:
+        return
+    row = missing[0].asDict()
+    described = ", ".join(f"{c}={row[c]!r}" for c in source.data_columns)
+    first, excess = int(row[_FIRST]), int(row[_EXCESS])
+    raise ExecutionError(
+        f"source '{source.table}': a deletion by t{first} ({source.time_values[first - 1]}) removes a row "
+        f"that is not present: ({described}) is deleted {excess} more time{'s' if excess != 1 else ''} than inserted"
     )
 
 
@@ -187,7 +246,7 @@ def register_read(spark: SparkSession, source: SourceData, start: int, end: int,
         frame = arrived(source, start, end).select(*[_column(c) for c in source.data_columns])
     else:
         frame = source_snapshot(source, end)
-    frame.createOrReplaceTempView(view)
+    frame.createOrReplaceTempView(quote_identifier(view))  # any table name makes a view name
 
 
 def register_snapshots(spark: SparkSession, sources: Mapping[str, SourceData], version: int) -> None:

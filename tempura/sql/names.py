@@ -1,7 +1,11 @@
-"""Plan-unique column names for one query.
+"""Names in SQL text: plan-unique column names for one query, and Spark identifiers quoted.
 
 The first column called ``x`` keeps the name ``x``; later ones become ``x_2``, ``x_3``, ...
 so that printed plans read like the SQL they came from.
+
+:func:`quote_identifier` is the one way tempura writes a name (a column, a table, a temporary
+view) into Spark SQL text, a column reference or a schema string: between backticks, with a
+backtick inside doubled, so that any name a file or a spec holds reads as itself.
 """
 
 from __future__ import annotations
@@ -9,6 +13,15 @@ from __future__ import annotations
 import re
 
 _SAFE = re.compile(r"[^0-9a-zA-Z_]+")
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as one Spark SQL identifier: ``x`y`` is ```x``y```.
+
+    >>> quote_identifier("x`y")
+    '`x``y`'
+    """
+    return "`" + name.replace("`", "``") + "`"
 
 
 class NameAllocator:
@@ -26,3 +39,6 @@ class NameAllocator:
             name = f"{stem}_{n}"
         self._used.add(name)
         return name
+
+
+__all__ = ["NameAllocator", "quote_identifier"]
