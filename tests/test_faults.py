@@ -1,0 +1,272 @@
+"""Crashes, concurrent runs and damage: ``tempura run`` killed with ``kill -9`` at every phase of a
+time point and run again delivers exactly the reference at every time point; a second run on a
+job folder in use stops with one line naming the holder (or waits for it); a damaged job folder
+stops ``run`` with one line, is listed by ``check`` and rebuilt by ``repair``.
+
+Each job is the tiny ``sales_returns`` (an outer join) or ``stock_cdc`` (change data with
+deletions) scenario, delivering at every time point into a delta output, so every time point's
+delivery is kept and checked (:mod:`benchmarks.faults` holds the harness, shared with ``tempura
+bench faults``). A killed run is a subprocess (``TEMPURA_FAULT=PHASE@t2``, ``--now`` at the cycle's
+end, so all four time points are due); two run at once, while this process runs again, in
+process through the command line, the jobs already killed.
+
+The matrix of kills (a subprocess with Spark costs 6-10 s, and the file must stay within about 4
+minutes on 2 cores): every phase of :data:`~tempura.runtime.faults.PHASES` at t2 under ``auto``
+and ``ivm`` on ``sales_returns``; and a rotating subset, two phases a day each (set
+``TEMPURA_FAULT_ROTATION=N`` to pick another rotation), under ``batch``, ``streaming`` (which runs
+stream fragments on this query) and ``ojv`` on ``sales_returns`` at t3, and ``ivm`` on
+``stock_cdc`` at t2. On ``stock_cdc``, ``streaming``, ``ojv`` and ``higher-order`` plan as ``ivm``;
+on ``sales_returns`` ``higher-order`` plans as ``ojv``: neither adds a plan. ``tempura bench
+faults`` draws hundreds of random kill points over all of them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from benchmarks import faults
+from tempura.runtime.faults import PHASES
+
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
+
+FULL = [("sales_returns", "auto", 2), ("sales_returns", "ivm", 2)]
+ROTATING = [("sales_returns", "batch", 3), ("sales_returns", "streaming", 3), ("sales_returns", "ojv", 3),
+            ("stock_cdc", "ivm", 2)]
+PER_DAY = 2
+
+
+def rotation() -> int:
+    chosen = os.environ.get("TEMPURA_FAULT_ROTATION")
+    return int(chosen) if chosen else dt.date.today().toordinal()
+
+
+def matrix() -> list[tuple[str, str, str, int]]:
+    """(scenario, method, phase, time point) of every kill."""
+    out = [(name, method, phase, index) for name, method, index in FULL for phase in PHASES]
+    turn = rotation()
+    for n, (name, method, index) in enumerate(ROTATING):
+        for j in range(PER_DAY):
+            phase = PHASES[(turn * PER_DAY + j + n * 3) % len(PHASES)]
+            out.append((name, method, phase, index))
+    return out
+
+
+KILLS = matrix()
+KILLED_TEST = "test_a_run_killed_at_a_phase_is_finished_by_the_next_and_delivers_the_reference"
+Expected = dict[tuple[str, int], list[tuple[Any, ...]]]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("faults")
+
+
+class Scenarios(dict[str, faults.Scenario]):
+    """The scenarios, each prepared (data generated, sources analysed) when first asked for."""
+
+    def __init__(self, spark: Any, root: Path) -> None:
+        super().__init__()
+        self.spark, self.root = spark, root
+
+    def __missing__(self, name: str) -> faults.Scenario:
+        found = self[name] = faults.prepare(self.spark, name, self.root)
+        return found
+
+
+@pytest.fixture(scope="module")
+def scenarios(fast_spark: Any, root: Path) -> Scenarios:
+    return Scenarios(fast_spark, root)
+
+
+@pytest.fixture(scope="module")
+def expected() -> Expected:
+    """Reference results by scenario and time point, computed once."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def killed(request: pytest.FixtureRequest, scenarios: Scenarios
+           ) -> Iterator[dict[tuple[str, str, str, int], tuple[faults.Trial, Future[faults.Exit]]]]:
+    """The killed runs of the selected kill tests, started at once, two at a time."""
+    wanted = [tuple(item.callspec.params[k] for k in ("name", "method", "phase", "index"))
+              for item in request.session.items if getattr(item, "originalname", "") == KILLED_TEST]
+    out = {}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for n, (name, method, phase, index) in enumerate(wanted):
+            trial = faults.new_trial(scenarios[name], f"kill-{n:02d}")
+            fault = f"{phase}@t{index}"
+            out[(name, method, phase, index)] = (trial, pool.submit(faults.run_subprocess, trial.run_args(method), fault))
+        yield out
+        for _, future in out.values():
+            future.cancel()
+
+
+@pytest.mark.parametrize(("name", "method", "phase", "index"), KILLS,
+                         ids=[f"{n}-{m}-{p}@t{i}" for n, m, p, i in KILLS])
+def test_a_run_killed_at_a_phase_is_finished_by_the_next_and_delivers_the_reference(
+        name: str, method: str, phase: str, index: int, spark: Any, expected: Expected,
+        killed: dict[tuple[str, str, str, int], tuple[faults.Trial, Future[faults.Exit]]]) -> None:
+    trial, future = killed[(name, method, phase, index)]
+    dead = future.result()
+    assert dead.code == -9, f"TEMPURA_FAULT={phase}@t{index} did not kill the run: {dead.last_lines()}"
+    store = trial.store()
+    label = trial.cycle().label
+    committed = [i for i in range(1, 5) if store.manifest_path(label, i).exists()]
+    assert committed == list(range(1, index + (phase in ("committed", "cleaned", "recorded")))), committed
+    again = faults.run_in_process(trial.run_args(method))
+    assert again.code == 0 and not again.exception, again.last_lines()
+    verdict = faults.check(spark, trial, expected=expected)
+    assert verdict.ok, f"{method}, killed at {phase}@t{index}: {verdict.describe()}"
+    assert not store.pending(label).exists()
+    trial.remove()
+
+
+# -- two runs at once --------------------------------------------------------------------------
+
+
+def test_a_second_run_stops_with_one_line_naming_the_holder(spark: Any, scenarios: Scenarios,
+                                                            expected: Expected) -> None:
+    trial = faults.new_trial(scenarios["sales_returns"], "pair-stop")
+    first = faults.start(trial.run_args("ivm"))
+    began = time.monotonic()
+    try:
+        assert faults.wait_for_lock(trial, first), "the first run never held the lock"
+        second = faults.run_in_process(trial.run_args("ivm"))
+    finally:
+        done = faults.finish(first, began)
+    assert not second.one_line_error(), second.one_line_error()
+    assert "is locked by another run" in second.errors[0] and f"pid {first.pid} " in second.errors[0], second.errors
+    assert done.code == 0, done.last_lines()
+    verdict = faults.check(spark, trial, expected=expected)
+    assert verdict.ok, verdict.describe()
+
+
+def test_a_second_run_with_wait_waits_for_the_holder_and_finds_nothing_due(
+        spark: Any, scenarios: Scenarios, expected: Expected) -> None:
+    trial = faults.new_trial(scenarios["sales_returns"], "pair-wait")
+    first = faults.start(trial.run_args("auto"))
+    began = time.monotonic()
+    try:
+        assert faults.wait_for_lock(trial, first), "the first run never held the lock"
+        second = faults.run_in_process(trial.run_args("auto", None, "--wait", "600"))
+    finally:
+        done = faults.finish(first, began)
+    assert done.code == 0, done.last_lines()
+    assert second.code == 0 and not second.exception, second.last_lines()
+    assert not [line for line in second.stdout.splitlines() if "fragment(s)" in line], second.stdout
+    verdict = faults.check(spark, trial, expected=expected)
+    assert verdict.ok, verdict.describe()
+
+
+# -- damage ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def committed(fast_spark: Any, scenarios: Scenarios, root: Path) -> tuple[faults.Trial, Path]:
+    """A job run by ``ivm`` through t3 (states alive for t4), and a copy of its folders to put
+    back before each damage."""
+    trial = faults.new_trial(scenarios["sales_returns"], "damaged")
+    ran = faults.run_in_process(trial.run_args("ivm", 3))
+    assert ran.code == 0, ran.last_lines()
+    backup = root / "damaged-backup"
+    shutil.copytree(trial.folder, backup)
+    return trial, backup
+
+
+def restored(committed: tuple[faults.Trial, Path]) -> faults.Trial:
+    trial, backup = committed
+    shutil.rmtree(trial.folder)
+    shutil.copytree(backup, trial.folder)
+    return trial
+
+
+def files_of(trial: faults.Trial) -> dict[str, tuple[int, int]]:
+    """Every file of the job's cycles and output but an attempt's leftovers: size and mtime."""
+    out = {}
+    for top in (trial.job / "cycles", trial.output):
+        for path in top.rglob("*"):
+            if path.is_file() and ".pending" not in path.parts:
+                stat = path.stat()
+                out[str(path.relative_to(trial.folder))] = (stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+def a_state_file(trial: faults.Trial) -> Path:
+    """A parquet file of a state the t3 manifest lists (ivm keeps one for t4)."""
+    store = trial.store()
+    label = trial.cycle().label
+    manifest = store.manifest(label, 3)
+    assert manifest is not None and manifest["states"], "ivm keeps no state for t4: nothing to damage"
+    folder = store.cycle_dir(label) / "states" / manifest["states"][0]["folder"]
+    return sorted(folder.glob("part-*.parquet"))[0]
+
+
+def truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def damage(trial: faults.Trial, kind: str) -> str:
+    """Damage the job; returns the name the error must give."""
+    store = trial.store()
+    label = trial.cycle().label
+    if kind == "missing-manifest":
+        store.manifest_path(label, 2).unlink()
+        return "t002.json"
+    if kind == "truncated-manifest":
+        truncate(store.manifest_path(label, 3))
+        return "t003.json"
+    state = a_state_file(trial)
+    if kind == "missing-state-file":
+        state.unlink()
+    else:
+        truncate(state)
+    return state.parent.name
+
+
+@pytest.mark.parametrize("kind", ["missing-manifest", "truncated-manifest", "missing-state-file", "truncated-state"])
+def test_a_damaged_job_stops_run_with_one_line_and_is_repaired(kind: str, spark: Any, expected: Expected,
+                                                               committed: tuple[faults.Trial, Path]) -> None:
+    trial = restored(committed)
+    named = damage(trial, kind)
+    before = files_of(trial)
+    stopped = faults.run_in_process(trial.run_args("ivm"))
+    assert not stopped.one_line_error(), stopped.one_line_error()
+    assert named in stopped.errors[0], stopped.errors
+    assert files_of(trial) == before, "a run on a damaged job changed what is committed"
+
+    args = [str(trial.spec_path), "--workdir", str(trial.workdir)]
+    listed = faults.run_in_process(["check", *args])
+    assert listed.code == 1 and named in listed.stdout, listed.last_lines()
+    repaired = faults.run_in_process(["repair", *args])
+    assert repaired.code == 0 and not repaired.exception, repaired.last_lines()
+    clean = faults.run_in_process(["check", *args])
+    assert clean.code == 0, clean.last_lines()
+    finished = faults.run_in_process(trial.run_args("ivm"))
+    assert finished.code == 0 and not finished.exception, finished.last_lines()
+    verdict = faults.check(spark, trial, expected=expected)
+    assert verdict.ok, f"after repairing a {kind}: {verdict.describe()}"
+
+
+def test_a_stale_pending_folder_is_listed_and_cleaned_by_the_next_run(spark: Any, expected: Expected,
+                                                                       committed: tuple[faults.Trial, Path]) -> None:
+    trial = restored(committed)
+    pending = trial.store().pending(trial.cycle().label)
+    (pending / "states" / "f9").mkdir(parents=True)
+    (pending / "states" / "f9" / "part-00000.parquet").write_bytes(b"PAR1 half a file")
+    args = [str(trial.spec_path), "--workdir", str(trial.workdir)]
+    listed = faults.run_in_process(["check", *args])
+    assert listed.code == 0 and ".pending" in listed.stdout, listed.last_lines()
+    finished = faults.run_in_process(trial.run_args("ivm"))
+    assert finished.code == 0 and not finished.exception, finished.last_lines()
+    assert not pending.exists()
+    verdict = faults.check(spark, trial, expected=expected)
+    assert verdict.ok, verdict.describe()
