@@ -92,6 +92,7 @@ def prepare(spark: SparkSession, name: str, root: Path, scale: float = SCALE) ->
     sources analysed once."""
     from scenarios import prepared_scenario
 
+    root = root.resolve()  # the subprocesses run in the project's folder
     spec_path = prepared_scenario(spark, name, root, scale)
     spec = load_spec(spec_path)
     stats_root = job_folder(root / ".stats" / name, spec)
@@ -474,7 +475,8 @@ def run(spark: SparkSession, out: Path, workdir: Path, kills: int = 200, pairs: 
     prepared = {name: prepare(spark, name, workdir, scale) for name in scenarios}
     methods = {name: methods_planned(spark, s) for name, s in prepared.items()}
     log("methods with a plan: " + "; ".join(f"{n}: {', '.join(m)}" for n, m in methods.items()))
-    points = kill_points(rng, kills, methods)
+    k = min(load_spec(s.spec_path).time_points().k for s in prepared.values())
+    points = kill_points(rng, kills, methods, k)
     expected: dict[tuple[str, int], list[Row]] = {}
     results: list[KillResult] = []
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -96,8 +96,9 @@ def expected() -> Expected:
 def killed(request: pytest.FixtureRequest, scenarios: Scenarios
            ) -> Iterator[dict[tuple[str, str, str, int], tuple[faults.Trial, Future[faults.Exit]]]]:
     """The killed runs of the selected kill tests, started at once, two at a time."""
-    wanted = [tuple(item.callspec.params[k] for k in ("name", "method", "phase", "index"))
-              for item in request.session.items if getattr(item, "originalname", "") == KILLED_TEST]
+    wanted = [(str(p["name"]), str(p["method"]), str(p["phase"]), int(str(p["index"])))
+              for p in (item.callspec.params for item in request.session.items
+                        if isinstance(item, pytest.Function) and item.originalname == KILLED_TEST)]
     out = {}
     with ThreadPoolExecutor(max_workers=2) as pool:
         for n, (name, method, phase, index) in enumerate(wanted):
