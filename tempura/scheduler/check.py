@@ -1,0 +1,150 @@
+"""Checking a job's folder: what ``tempura check`` reports and what ``tempura repair`` rebuilds.
+
+A job folder is intact when, in every cycle, the manifests form one chain (no gap, each parses,
+each checksum matches its content, each links to the one before), the newest manifest's
+inventory is on disk as listed (every file, its size, and — read from parquet footers — the rows
+of states and landed intervals), and the newest delivery is where its manifest says, file for
+file. :func:`check_job` lists every problem found without stopping at the first; nothing here
+needs Spark, so ``tempura check`` answers at once.
+
+:func:`last_intact` is where a repair starts from: the latest time point whose manifest is
+sound, linked, and whose inventory is intact. States an older time point listed may have been
+dropped after their last read by a later one, so a repair may have to start further back than
+the damage; the repair runs every time point from there again from the sources.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from tempura.runtime.lock import LEASE, read_holder, stale
+from tempura.runtime.lock import NAME as LOCK_NAME
+from tempura.runtime.store import Damage, JobStore, inventory
+
+
+@dataclass
+class CycleReport:
+    """One cycle of a job folder as checked."""
+
+    label: str
+    committed: int  # manifests on disk
+    intact: int  # the last intact time point (a repair starts after it)
+    problems: list[str] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)  # an attempt's .pending/ (cleaned by the next run)
+
+
+@dataclass
+class JobReport:
+    """A whole job folder as checked."""
+
+    folder: Path
+    cycles: list[CycleReport] = field(default_factory=list)
+    lock: str | None = None  # who holds the lock, if anyone
+
+    @property
+    def damaged(self) -> list[CycleReport]:
+        return [c for c in self.cycles if c.problems]
+
+
+def _chain_prefix(store: JobStore, label: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The sound prefix of a cycle's manifests and the problems after it."""
+    sound: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for expected, index in enumerate(store.manifest_indices(label), 1):
+        if index != expected:
+            problems.append(f"cycle {label}: {store.manifest_path(label, expected)} is missing, but t{index} "
+                            f"is committed after it")
+            break
+        try:
+            data = store.manifest(label, index)
+        except Damage as error:
+            problems.append(str(error))
+            break
+        assert data is not None
+        if sound and "previous" in data and data["previous"] != sound[-1].get("checksum"):
+            problems.append(f"cycle {label} t{index}: {store.manifest_path(label, index)} does not follow "
+                            f"t{index - 1}'s manifest")
+            break
+        sound.append(data)
+    return sound, problems
+
+
+def _readable(store: JobStore, label: str) -> list[dict[str, Any]]:
+    """The cycle's manifests that parse and match their checksums, gaps or not."""
+    out = []
+    for index in store.manifest_indices(label):
+        try:
+            data = store.manifest(label, index)
+        except Damage:
+            continue
+        if data is not None:
+            out.append(data)
+    return out
+
+
+def _delivery_problems(label: str, manifest: Mapping[str, Any]) -> list[str]:
+    """Whether a local delivery is on disk as its manifest lists it (other URIs are not checked)."""
+    delivery = manifest.get("delivery")
+    if not delivery:
+        return []
+    path = str(delivery["path"])
+    local = path.removeprefix("file://") if path.startswith("file://") else path.removeprefix("file:")
+    if "://" in local:
+        return []
+    folder = Path(local)
+    where = f"cycle {label} t{manifest.get('index')}: the delivery {folder}"
+    if not folder.is_dir():
+        return [f"{where} is missing"]
+    found = inventory(folder)
+    out = []
+    for name, size in sorted(dict(delivery.get("files", {})).items()):
+        if name not in found:
+            out.append(f"{where}: {name} is missing")
+        elif found[name] != size:
+            out.append(f"{where}: {name} has {found[name]} bytes, not {size}")
+    return out
+
+
+def last_intact(store: JobStore, label: str) -> int:
+    """The latest time point of cycle ``label`` whose manifest chain is sound up to it and whose
+    inventory is intact on disk (0: none, so a repair reruns the cycle from its start)."""
+    sound, _ = _chain_prefix(store, label)
+    for data in reversed(sound):
+        if not store.verify(label, data, deep=True) and not (data is sound[-1] and _delivery_problems(label, data)):
+            return int(data["index"])
+    return 0
+
+
+def check_cycle(store: JobStore, label: str) -> CycleReport:
+    """Every problem of one cycle (see the module's docstring)."""
+    sound, problems = _chain_prefix(store, label)
+    readable = _readable(store, label)  # past a break in the chain too: what later time points left
+    if readable:  # states and checkpoints older manifests list are dropped after their last read
+        problems += store.verify(label, readable[-1], deep=True)
+        newest = next((m for m in reversed(readable) if m.get("delivery")), None)
+        if newest is not None:
+            problems += _delivery_problems(label, newest)
+    pending = store.pending(label)
+    leftovers = [str(pending)] if pending.exists() and inventory(pending) else []
+    intact = last_intact(store, label) if problems else len(sound)
+    return CycleReport(label, len(store.manifest_indices(label)), intact, problems, leftovers)
+
+
+def check_job(store: JobStore) -> JobReport:
+    """Every cycle of the job folder, checked; and who holds its lock."""
+    report = JobReport(store.root)
+    folder = store.root / "cycles"
+    if folder.is_dir():
+        for label in sorted(os.listdir(folder)):
+            if (folder / label).is_dir():
+                report.cycles.append(check_cycle(store, label))
+    holder = read_holder(store.root / LOCK_NAME)
+    if holder is not None:
+        report.lock = holder.describe() + (" — stale: the next run takes it over" if stale(holder, LEASE) else "")
+    return report
+
+
+__all__ = ["CycleReport", "JobReport", "check_cycle", "check_job", "last_intact"]
