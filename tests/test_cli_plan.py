@@ -53,9 +53,20 @@ def plan(spec: Path, *args: str) -> str:
 
 
 def test_validate(spec: Path) -> None:
+    for name in ("sales", "returns"):
+        (spec.parent / "data" / name).mkdir(parents=True)
     result = CliRunner().invoke(main, ["validate", str(spec)])
     assert result.exit_code == 0
     assert "ok — gross_by_category: 2 source(s), 2 time point(s), deliver t1, t2" in result.output
+
+
+def test_validate_names_a_source_path_that_does_not_exist(spec: Path) -> None:
+    (spec.parent / "data" / "sales").mkdir(parents=True)
+    result = CliRunner().invoke(main, ["validate", str(spec)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {spec}, line ")
+    assert "sources.returns.path" in lines[0] and "does not exist" in lines[0]
 
 
 def test_text_lists_time_points_and_every_method(spec: Path) -> None:
