@@ -15,7 +15,9 @@
    greedy or the ILP (``selector="off"`` keeps the search's own winners, which share nothing);
 5. extraction (:class:`Extractor`): the chosen plan becomes fragments, cut wherever a result is
    kept; the plan's cost vector is summed over the fragments, each kept state saved once and
-   loaded by each reader.
+   loaded by each reader. Under a forced method, a fragment that runs another method (a
+   recompute after the first time point, or, under ``streaming``, anything that does not stream)
+   is given the reason (:func:`fallback_reason`), and the plan's notes repeat it.
 
 The greedy is not exact, so :func:`best_of` still picks ``auto``'s plan as the cheapest of its
 own and of each forced method's plan, all costed by the same extraction — with one exception: an
@@ -34,7 +36,7 @@ from typing import Callable, Hashable, Iterable, Protocol
 
 import networkx as nx
 
-from tempura.algebra import LogicalPlan, Query
+from tempura.algebra import LogicalPlan, Query, Scan
 from tempura.cost.model import CostConstants, format_time
 from tempura.cost.vector import CostVector, Objective
 from tempura.errors import TempuraError
@@ -323,12 +325,14 @@ class IncrementalPlanner(Planner):
         searched = time.perf_counter()
         chooser, selection = self._choose_states(found, objective, mqo)
         extractor = Extractor(memo, chooser, expansion, self.costs.state_write, self.costs.state_read, objective,
-                              found.signatures, {(g, t): i for g, (t, i) in found.committed.items()})
+                              found.signatures, {(g, t): i for g, (t, i) in found.committed.items()}, method)
         columns = list(query.plan.schema.names) + ([MULT] if output == "delta" else [])
         delivered = {v: extractor.deliver(group, v, columns).id for v, group in roots.items()}
+        extractor.explain_fallbacks()
         fragments = extractor.ordered()
         groups, exprs = memo.size()
         notes = [f"{op}: {why}" for op, why in sorted(expansion.notes(extractor.used).items())]
+        notes += fallback_notes(method, fragments)
         return MultiTimePlan(
             query=query,
             sql=sql,
@@ -422,6 +426,7 @@ class _Building:
     sources: set[SourceRead] = field(default_factory=set)
     states: set[str] = field(default_factory=set)
     methods: set[str] = field(default_factory=set)
+    groups: set[int] = field(default_factory=set)
 
 
 class Chooser(Protocol):
@@ -445,8 +450,10 @@ class Extractor:
     once per reader, as the costs assume."""
 
     def __init__(self, memo: Memo, chooser: Chooser, expansion: Expansion, save: Callable[[RelStats], object], load: Callable[[RelStats], object], objective: Objective,
-                 signatures: dict[int, str] | None = None, committed: dict[tuple[int, int], str] | None = None) -> None:
+                 signatures: dict[int, str] | None = None, committed: dict[tuple[int, int], str] | None = None,
+                 method: str = "auto") -> None:
         self.memo = memo
+        self.method = method  # the method the plan is forced to (its fragments say when they run another)
         self.committed = dict(committed or {})  # (group, time point) -> id of a state saved by an earlier run
         self.inputs: set[str] = set()  # the committed states the plan reads
         self._keys = state_keys(memo, expansion._forms, signatures or {})
@@ -460,6 +467,7 @@ class Extractor:
         self._next = 0
         self._forms = {self.memo.find(g): f"{f} of G{t}" for (t, f), g in expansion._forms.items()}
         self.used: set[int] = set()  # the groups the fragments compute
+        self._built: dict[str, _Building] = {}  # fragment id -> what its plan was built from
 
     def deliver(self, group: int, time: int, columns: list[str]) -> Fragment:
         """The fragment delivering ``group`` at ``time``, its columns in the query's order
@@ -493,6 +501,7 @@ class Extractor:
         plan = self._build(handle, building, hints, lines, 0)
         plan = _in_order(plan, list(self.memo.group(group).schema.names))
         method = max(building.methods or {"batch"}, key=METHOD_ORDER.index)
+        self._built[building.id] = building
         fragment = Fragment(
             id=building.id,
             time=time,
@@ -524,6 +533,7 @@ class Extractor:
         pick = self.chooser.pick(handle)
         stats = self.memo.group(group).stats
         self.used.add(group)
+        into.groups.add(group)
         if pick.alternative is None and (self.memo.find(pick.group), pick.kept_at) in self.committed:
             state_id = self.committed[(self.memo.find(pick.group), pick.kept_at)]
             self.inputs.add(state_id)
@@ -561,6 +571,19 @@ class Extractor:
             hints[plan] = (strategy, side)
         return plan
 
+    def explain_fallbacks(self) -> None:
+        """Give each fragment that runs another method than the forced one the reason
+        (:func:`falls_back`, :func:`fallback_reason`); once every delivery is extracted."""
+        for fragment in self.fragments.values():
+            built = self._built[fragment.id]
+            if fragment.method == self.method or self.method in ("auto", "batch"):
+                continue
+            recomputed = bool(self.expansion.notes(built.groups)) or any(
+                self.expansion._form_of.get(self.memo.find(g)) in self.expansion._fell_back for g in built.groups)
+            if falls_back(self.method, fragment.method, fragment.time, fragment.delivers or recomputed):
+                fragment.fallback = fallback_reason(self.memo, self.expansion, self.method, built.groups,
+                                                    {r.scan for r in built.sources})
+
     def ordered(self) -> list[Fragment]:
         """The fragments by time point, each after the fragments whose states it reads."""
         graph = nx.DiGraph()
@@ -572,6 +595,61 @@ class Extractor:
                 if s in producers:  # else a committed state, saved by an earlier run
                     graph.add_edge(producers[s], f.id)
         return [by_id[i] for i in nx.lexicographical_topological_sort(graph, key=lambda i: (by_id[i].time, int(i[1:])))]
+
+
+def falls_back(forced: str, method: str, time: int, recomputes: bool) -> bool:
+    """Whether a fragment labelled ``method`` at ``time`` runs another method than the ``forced``
+    one. Every method computes the first time point's results whole (there is nothing kept to
+    maintain yet); ``ojv`` and ``higher-order`` extend ``ivm`` (an ``ivm`` fragment is theirs
+    too), and their deltas read inputs' snapshots computed whole. So a ``batch`` fragment after
+    the first time point falls back from an incremental method when it ``recomputes`` what the
+    method maintains (the result, or a form the expansion had to recompute), and under
+    ``streaming`` every other fragment that does not stream falls back."""
+    if forced in ("auto", "batch") or method == forced:
+        return False
+    if method == "batch":
+        return time > 1 and (recomputes or forced == "streaming")
+    return forced == "streaming"
+
+
+def fallback_reason(memo: Memo, expansion: Expansion, forced: str, groups: Iterable[int], reads: Iterable[Scan]) -> str:
+    """Why a fragment computing ``groups`` (reading the sources ``reads``) runs another method than
+    the ``forced`` one, most specific first: a construct the expansion had to recompute; under
+    ``streaming``, the sources that deliver deletions (streaming emits rows as they arrive and
+    never retracts one); the forced method's own alternative, when the search had one and found
+    it dearer; else that none of its rules applies."""
+    groups = {memo.find(g) for g in groups}
+    recomputed = expansion.notes(groups)
+    if recomputed:
+        return "; ".join(f"{what}: {why}" for what, why in sorted(recomputed.items()))
+    if forced == "streaming":
+        scans = list(reads) or [e for g in expansion._template for e in expansion.template_exprs(g) if isinstance(e, Scan)]
+        deleting = sorted({s.table for s in scans if not expansion.source_insert_only(s)})
+        if deleting:
+            names = ", ".join(f"'{t}'" for t in deleting)
+            return (f"source{'s' if len(deleting) > 1 else ''} {names} deliver{'' if len(deleting) > 1 else 's'} deletions, "
+                    "and streaming emits rows as they arrive, never retracting one")
+    own = any(RULE_METHOD.get(expansion.origin.get(memo.canonical(e), ""), "") == forced
+              for g in groups for e in memo.group(g).exprs if not isinstance(e, GroupRef))
+    if own:
+        return f"its {forced} alternative is estimated to cost more"
+    if forced == "streaming":
+        return "no streaming rule applies: streaming splits outer joins over insert-only inputs and accumulates results that only grow"
+    return f"no {forced} rule applies to it"
+
+
+FALLS_BACK = "{method} falls back: "
+
+
+def fallback_notes(method: str, fragments: Iterable[Fragment]) -> list[str]:
+    """The plan's notes on the fragments that run another method than the forced ``method``: one
+    per reason, naming the fragments."""
+    by_reason: dict[str, list[Fragment]] = {}
+    for f in fragments:
+        if f.fallback:
+            by_reason.setdefault(f.fallback, []).append(f)
+    return [FALLS_BACK.format(method=method) + ", ".join(f"{f.id} at t{f.time} runs {f.method}" for f in fs) + f": {reason}"
+            for reason, fs in by_reason.items()]
 
 
 def _collapse(memo: Memo, expansion: Expansion, off: set[str]) -> None:
@@ -644,7 +722,11 @@ def plan_methods(
         else:
             note = f"auto: the {chosen.method} plan is the cheapest"
         if chosen is not plans["auto"]:
-            chosen = dataclasses.replace(chosen, method="auto", notes=[*chosen.notes, note])
+            # auto was forced to nothing: the forced plan's fallbacks are no fallbacks of its
+            forced = FALLS_BACK.format(method=chosen.method)
+            fragments = [dataclasses.replace(f, fallback="") for f in chosen.fragments]
+            chosen = dataclasses.replace(chosen, method="auto", fragments=fragments,
+                                         notes=[*(n for n in chosen.notes if not n.startswith(forced)), note])
         plans["auto"] = chosen
     if not plans and errors:
         raise next(iter(errors.values()))

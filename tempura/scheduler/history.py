@@ -8,7 +8,8 @@ Three tables:
 - ``fragments``: per fragment of a run, estimated rows and seconds against measured rows, wall
   time, CPU time, bytes read and written, and the Spark jobs and stages it ran against the stages
   the estimate charged and their share of it (each stage costs a fixed amount whatever its input:
-  ``docs/statistics.md``; :mod:`tempura.scheduler.calibration` fits that amount to these rows);
+  ``docs/statistics.md``; :mod:`tempura.scheduler.calibration` fits that amount to these rows),
+  and, for a fragment that ran another method than the one forced, why (``fallback``);
 - ``plans``: each plan the job adopted, with its cost vector and objective, and why.
 
 Rows are written in one transaction per committed time point, after its manifest: if the process
@@ -66,6 +67,7 @@ CREATE TABLE IF NOT EXISTS fragments (
     stages INTEGER,
     estimated_stages REAL,
     estimated_fixed_seconds REAL,
+    fallback TEXT,
     PRIMARY KEY (cycle, time_index, fragment)
 );
 CREATE TABLE IF NOT EXISTS plans (
@@ -83,11 +85,11 @@ CREATE TABLE IF NOT EXISTS plans (
 
 FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output", "streaming", "estimated_rows",
                     "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
-                    "shuffle_bytes", "jobs", "stages", "estimated_stages", "estimated_fixed_seconds")
+                    "shuffle_bytes", "jobs", "stages", "estimated_stages", "estimated_fixed_seconds", "fallback")
 # Columns the schema gained later, with their types: a history written before them
 # gets them (NULL in its old rows) when it is next opened.
 ADDED_COLUMNS = {"fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"), ("estimated_stages", "REAL"),
-                               ("estimated_fixed_seconds", "REAL"))}
+                               ("estimated_fixed_seconds", "REAL"), ("fallback", "TEXT"))}
 
 
 def _add_missing_columns(connection: sqlite3.Connection) -> None:
@@ -140,7 +142,7 @@ class History:
                 [(manifest["cycle"], manifest["index"], f["id"], f["method"], f["form"], f["output"], int(f["streaming"]),
                   f["estimated_rows"], f["estimated_seconds"], f["rows_in"], f["rows_out"], f["wall_seconds"],
                   f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"], f.get("jobs"), f.get("stages"),
-                  f.get("estimated_stages"), f.get("estimated_fixed_seconds"))
+                  f.get("estimated_stages"), f.get("estimated_fixed_seconds"), f.get("fallback") or None)
                  for f in manifest["fragments"]],
             )
 
@@ -148,6 +150,15 @@ class History:
         with closing(self._connect()) as db, db:
             db.execute("UPDATE runs SET replanned = 1, plan_changed = ?, reason = ? WHERE cycle = ? AND time_index = ?",
                        (int(changed), reason, cycle, index))
+
+    def forget(self, cycle: str, first: int) -> None:
+        """Drop the runs and fragments of ``cycle`` from time point ``first`` on (a repair takes
+        their commits back; they are recorded again when they run again)."""
+        if not self.path.exists():
+            return
+        with closing(self._connect()) as db, db:
+            db.execute("DELETE FROM runs WHERE cycle = ? AND time_index >= ?", (cycle, first))
+            db.execute("DELETE FROM fragments WHERE cycle = ? AND time_index >= ?", (cycle, first))
 
     def has_run(self, cycle: str, index: int) -> bool:
         if not self.path.exists():

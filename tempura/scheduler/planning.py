@@ -5,7 +5,10 @@ needs — the sources as catalog tables (a change-data source shows the query it
 only: its op and arrival columns are change metadata), the statistics ``tempura analyze`` stored
 (or defaults from file sizes), and the arrival model: what the spec declares per source
 (``expected``), else what the data's arrival column shows when Spark can read it, else an even
-spread with a note saying so. :func:`plan_spec` plans the query under one or more methods.
+spread with a note saying so. :func:`for_cycle` adds what a cycle's landed intervals measured
+(:mod:`tempura.scheduler.reoptimize`) and what the landing guarantees: the inputs the runner plans
+a time point with, and ``tempura plan`` the first one. :func:`plan_spec` plans the query under
+one or more methods; :func:`output_mode` is the delivery the spec asks for.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from tempura.algebra import Query
 from tempura.catalog import Catalog
@@ -22,6 +25,7 @@ from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
 from tempura.incremental import AUTO_MARGIN, Arrival, IncrementalPlanner, Resume, plan_methods
 from tempura.mqo import BudgetError, MqoOptions
+from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
 from tempura.scheduler.spec import Cycle, StandingQuery
 from tempura.sql import parse_query
 from tempura.stats import Estimator, StatsCatalog, StatsStore
@@ -100,6 +104,35 @@ def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
     for (table, column), back in spec.key_reach(cycle).items():
         reach.setdefault(table, {})[column] = back
     return ArrivalBounds(out, empty, keys, expected_empty(spec, landed), reach)
+
+
+def output_mode(spec: StandingQuery) -> str:
+    """What each delivery is: the spec's ``output.mode``, else ``snapshot``."""
+    return spec.model.output.mode if spec.model.output is not None else "snapshot"
+
+
+def for_cycle(base: Prepared, cycle: Cycle, counts: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+              broken: Iterable[str] = ()) -> tuple[Prepared, list[str]]:
+    """``base`` as the runner plans ``cycle`` with, after the intervals ``counts`` says landed
+    (per source, ``(rows, deletions)`` of intervals ``1..c``; none before the first run): the
+    arrival model and table rows updated from them (:func:`~tempura.scheduler.reoptimize.updated`,
+    whose reasons are returned), sources that declare their rows counted at the declared
+    total, the landed empty intervals and the unbroken key domains as bounds."""
+    counts = counts or {}
+    spec = base.spec
+    measured = {name: Measured(tuple(int(r) for r, _ in rows), tuple(int(d) for _, d in rows))
+                for name, rows in counts.items()}
+    empty = {name: {i + 1 for i, (r, _) in enumerate(rows) if int(r) == 0} for name, rows in counts.items()}
+    through = max((len(rows) for rows in counts.values()), default=0)  # intervals landed
+    declared = [name for name, source in spec.sources.items()
+                if source.expected is not None and source.expected.kind == "rows"]
+    tables = base.estimator.tables
+    # a range query's sources deliver deletions (the window's leaving rows): arrival_model
+    # says so, and measured ones count them
+    arrival, rows, reasons = updated(base.arrival, tables, measured, declared)
+    prepared = Prepared(spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
+                        list(base.notes), arrival_bounds(spec, cycle, empty, broken, through))
+    return prepared, reasons
 
 
 def hidden_columns(spec: StandingQuery, table: str) -> set[str]:

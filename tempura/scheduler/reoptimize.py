@@ -13,7 +13,9 @@ count. After time points ``1..c`` are committed:
   shares those rows over it.
 
 :func:`updated` returns the new model, a table-row lookup for the estimator, and a reason per
-source whose expectation moved by more than :data:`NOTICEABLE`.
+source whose measured rows differ from the expected ones by more than :data:`NOTICEABLE` — over
+``1..c``, or in the newest interval ``c`` — none landing where many were expected included
+(:func:`arrival_reason`). No reason means every source landed what was expected.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def updated(model: ArrivalModel, tables: Callable[[str], TableStats], measured: 
         c = len(seen.rows)
         got, wanted = float(sum(seen.rows)), math.fsum(expected[:c])
         scale = got / wanted if wanted > 0 else 1.0
+        reason = arrival_reason(source, seen.rows, expected[:c])
+        if reason:  # before the model: a source that landed nothing of what was expected moves no share
+            reasons.append(reason)
         future = [e * scale for e in expected[c:]]
         per_interval = [float(r) for r in seen.rows] + future
         total = math.fsum(per_interval)
@@ -84,11 +89,30 @@ def updated(model: ArrivalModel, tables: Callable[[str], TableStats], measured: 
         deletions = None if later is None else tuple(min(1.0, max(0.0, s)) for s in shares + later)
         out = out.with_source(source, SourceArrival(tuple(r / total for r in per_interval), deletions))
         rows[source] = max(1.0, total)
-        if wanted > 0 and abs(scale - 1.0) > NOTICEABLE:
-            reasons.append(f"{source}: {int(got)} rows by t{c}, {wanted:.0f} expected (x{scale:.3g})")
-        elif wanted == 0 and got > 0:
-            reasons.append(f"{source}: {int(got)} rows by t{c}, none expected")
     return out, rows, reasons
+
+
+def differs(got: float, wanted: float) -> bool:
+    """Whether ``got`` rows differ noticeably from ``wanted``: by more than :data:`NOTICEABLE` of
+    them, or any against none (and none against any)."""
+    if wanted <= 0:
+        return got > 0
+    return abs(got / wanted - 1.0) > NOTICEABLE
+
+
+def arrival_reason(source: str, rows: Sequence[int], expected: Sequence[float]) -> str:
+    """Why ``source``'s measured ``rows`` per committed interval move the plan, or ``""`` when they
+    agree with the ``expected`` ones: the total by ``t_c`` when it differs noticeably, else the
+    newest interval's when that does."""
+    c = len(rows)
+    got, wanted = float(sum(rows)), math.fsum(expected)
+    if differs(got, wanted):
+        if wanted <= 0:
+            return f"{source}: {int(got)} rows by t{c}, none expected"
+        return f"{source}: {int(got)} rows by t{c}, {wanted:.0f} expected (x{got / wanted:.3g})"
+    if c > 1 and differs(float(rows[-1]), expected[-1]):
+        return f"{source}: {rows[-1]} rows at t{c}, {expected[-1]:.0f} expected"
+    return ""
 
 
 def scaled_lookup(tables: Callable[[str], TableStats], rows: Mapping[str, float]) -> Callable[[str], TableStats]:

@@ -4,7 +4,9 @@ A :class:`MultiTimePlan` is a list of :class:`Fragment` values, each run at one 
 fragment is a logical plan in the ordinary algebra (TVR operators already lowered) whose leaves
 read source intervals (``SourceRead`` views) or states kept by earlier fragments; its output is
 delivered as the result at its time point, kept as a state for later fragments, or both.
-Fragments carry their estimated rows and cost vector, and a method label. The plan carries the
+Fragments carry their estimated rows and cost vector, and a method label; under a forced method, a
+fragment labelled with another (it recomputes, or maintains without streaming) says why in
+``fallback``. The plan carries the
 cost vector ``[c_1..c_k]`` and the objective ``Σ w_i·c_i``; ``to_json`` is the ``plan.json``
 format.
 """
@@ -43,6 +45,7 @@ class Fragment:
     physical: str
     delivers: bool = False
     keeps: str | None = None  # the id of the state it writes
+    fallback: str = ""  # under a forced method it does not run: why it runs ``method`` instead
 
     @property
     def output(self) -> str:
@@ -68,6 +71,7 @@ class Fragment:
             "cost": self.cost.to_json(),
             "plan": format_plan(self.plan),
             "sql": self.sql(),
+            **({"fallback": self.fallback} if self.fallback else {}),
         }
 
 
