@@ -701,8 +701,8 @@ def plan_methods(
     """Plans of ``query`` under each of ``methods``, side by side, their states chosen by ``mqo``.
     ``auto``'s is the best of its own search and every forced method's plan (:func:`best_of`), so
     its objective is never above theirs, unless it is recomputation's and the cheaper plans save
-    less than ``margin`` of it; a forced method with no plan for the query (streaming over a delta
-    output, say, or none within the state budget) is left out, its error put in ``errors``."""
+    less than ``margin`` of it; a forced method with no plan for the query (none within the state
+    budget, say) is left out, its error put in ``errors``."""
     wanted = list(methods)
     plans: dict[str, MultiTimePlan] = {}
     errors = {} if errors is None else errors
