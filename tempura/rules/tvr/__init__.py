@@ -7,7 +7,7 @@
 | semi- and anti-joins | ``tvr-delta-semi-anti-join``, ``tvr-delta-semi-anti-join-keyed`` |
 | outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe``, ``tvr-aggregate-below-outer-join``, ``tvr-outer-join-count-update`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-aggregate-new-groups``, ``tvr-count-distinct-split`` |
-| intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta`` |
+| intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta``, ``tvr-delivered-delta`` (every method) |
 | expanded groups | ``tvr-narrow-keyed-read`` |
 | higher-order deltas | ``tvr-delta-merge-inner`` |
 | inter-TVR, streaming | ``tvr-streaming-outer-join-split``, ``tvr-streaming-aggregate-split``, ``tvr-streaming-accumulate`` |
@@ -44,7 +44,7 @@ from tempura.rules.tvr.generating import (
     SnapshotScan,
 )
 from tempura.rules.tvr.narrowing import NarrowKeyedRead
-from tempura.rules.tvr.intra import DeltaMerge, DeltaMergeInner, SnapshotToDelta, StreamingAccumulate
+from tempura.rules.tvr.intra import DeliveredDelta, DeltaMerge, DeltaMergeInner, SnapshotToDelta, StreamingAccumulate
 from tempura.rules.tvr.semijoin import DeltaSemiAntiJoin, DeltaSemiAntiJoinKeyed
 from tempura.rules.tvr.streaming import StreamingAggregateSplit, StreamingOuterJoinSplit
 
@@ -76,12 +76,13 @@ RULES: tuple[TvrRule, ...] = (
     DeltaMergeInner(),
     StreamingAccumulate(),
     SnapshotToDelta(),
+    DeliveredDelta(),
     NarrowKeyedRead(),
 )
 
 RULE_NAMES = tuple(r.name for r in RULES)
 
-_BATCH = {"tvr-snapshot-scan", "tvr-snapshot"}
+_BATCH = {"tvr-snapshot-scan", "tvr-snapshot", "tvr-delivered-delta"}
 _DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-join", "tvr-delta-join-keyed",
            "tvr-delta-union"}
 _SEMI = {"tvr-delta-semi-anti-join", "tvr-delta-semi-anti-join-keyed"}

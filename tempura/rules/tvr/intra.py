@@ -8,11 +8,16 @@
   difference of two snapshots. It is how a subtree without a delta rule (a window, a
   ``LIMIT`` below the top, a semi-join) still feeds incremental operators above it, by
   recomputing that subtree; ``tempura plan`` names the construct that forced it.
+- *delivered delta*: the same difference for the delivered result of a method with no delta
+  rule reaching it (``batch``; ``streaming`` over an aggregate): every method delivers a delta
+  output, at worst as this time point's snapshot less the previous one, which the search
+  recomputes or keeps from the previous time point as the cost decides.
 """
 
 from __future__ import annotations
 
 from tempura.algebra import Limit, LogicalPlan, Scan, Sort, Union
+from tempura.memo import GroupRef
 from tempura.rules.tvr.aggregate import has_value_deltas
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
@@ -106,5 +111,38 @@ class SnapshotToDelta(TvrRule):
         old = x.ss(group, form.end - 1)
         if old is None:
             return []
-        fields = tuple(new.schema.fields) + (MULT_FIELD,)
-        return [Consolidate(Union(ToDelta(new, 1), ToDelta(old, -1), True, fields))]
+        return [_difference(new, old)]
+
+
+def _difference(new: GroupRef, old: GroupRef) -> LogicalPlan:
+    """``Consolidate(new ⊎ −old)``: the Z-set taking the snapshot ``old`` to ``new``."""
+    fields = tuple(new.schema.fields) + (MULT_FIELD,)
+    return Consolidate(Union(ToDelta(new, 1), ToDelta(old, -1), True, fields))
+
+
+class DeliveredDelta(TvrRule):
+    """``SD[v-1,v](Q) ⇒ Consolidate(SS[v](Q) ⊎ −SS[v-1](Q))`` (``SD[0,1] ⇒ SS[1]`` as a delta) for
+    the query's result ``Q`` when no other rule of the method makes its delta: how ``batch``
+    (and ``streaming`` over an aggregate) deliver a delta output. Valid for any relation: a
+    delta is the difference of its snapshots (docs/SEMANTICS.md)."""
+
+    name = "tvr-delivered-delta"
+    produces = FormKind.DELTA
+    phase = "intra"
+    per_expression = False
+    method = "batch"
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        if x.memo.find(group) != x.root or x.has_form(group, form):
+            return []
+        new = x.ss(group, form.end)
+        if new is None:
+            return []
+        if form.end == 1:
+            return [ToDelta(new, 1)]  # the first snapshot, as every method delivers it
+        exprs = x.template_exprs(group)
+        if exprs:
+            x.note_recompute(exprs[0], "no delta rule of the method reaches the result: the delivered delta is the "
+                                       "difference of this time point's snapshot and the previous one")
+        old = x.ss(group, form.end - 1)
+        return [] if old is None else [_difference(new, old)]
