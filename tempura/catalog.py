@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tempura.errors import CatalogError
+from tempura.sql.names import quote_identifier
 from tempura.yamlfile import load_yaml
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class TableSource:
             raise CatalogError(f"table '{self.name}': path does not exist: {self.path}")
         reader = spark.read.format(self.format).options(**{k: str(v) for k, v in self.options.items()})
         if self.schema is not None and self.format in ("csv", "json"):
-            reader = reader.schema(", ".join(f"`{c}` {t}" for c, t in self.schema.items()))
+            reader = reader.schema(", ".join(f"{quote_identifier(c)} {t}" for c, t in self.schema.items()))
         try:
             return reader.load(self.path)
         except Exception as exc:  # Spark raises Py4J/Analysis errors with long JVM traces
@@ -139,4 +140,4 @@ class Catalog:
     def register(self, spark: SparkSession) -> None:
         """Make every table visible to Spark SQL under its name (a temporary view)."""
         for name, table in self.tables.items():
-            table.reader(spark).createOrReplaceTempView(name)
+            table.reader(spark).createOrReplaceTempView(quote_identifier(name))

@@ -95,7 +95,9 @@ def query(catalog: str, dialect: str, sql: str, out: str | None, fmt: str, limit
     session = Session(catalog, dialect=dialect)
     frame = session.sql(_read_sql(sql))
     if out:
-        frame.write.mode("overwrite").format(fmt).option("header", "true").save(out)
+        from tempura.runtime.outputs import write_output
+
+        write_output(frame, out, fmt)
         click.echo(f"wrote {out} ({fmt})")
         return
     rows = frame.limit(limit + 1).collect()
@@ -513,6 +515,48 @@ def bench_mqo(repeat: int, out: str, stats_file: str | None, queries: tuple[str,
     click.echo(json.dumps(report["summary"], indent=2))
 
 
+@bench.command("faults")
+@click.option("--kills", default=200, show_default=True, type=click.IntRange(min=0), help="Random kill points.")
+@click.option("--pairs", default=20, show_default=True, type=click.IntRange(min=0), help="Pairs of runs started at once.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the random kill points and pairs.")
+@click.option("--scale", default=0.002, show_default=True, type=float, help="Data scale of the scenarios.")
+@click.option("--scenario", "scenarios", multiple=True, help="Only these scenarios (default: sales_returns, stock_cdc).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench/faults", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_faults(kills: int, pairs: int, seed: int, scale: float, scenarios: tuple[str, ...], out: str, workdir: str) -> None:
+    """tempura run killed (kill -9) at random phases and time points, then run again, and pairs of
+    runs on one job at once: every delivery checked against the reference; wrong and lost results
+    counted."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import faults
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    known = scenario_names()
+    for name in scenarios:
+        if name not in known:
+            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    console = Console(stderr=True)
+    report = faults.run(get_spark(), Path(out), Path(workdir).resolve(), kills, pairs, seed,
+                        scenarios or faults.SCENARIOS, scale, lambda m: console.log(m))
+    table = Table(title=f"bench faults, seed {seed}: {kills} kills, {pairs} pairs ({report['seconds']:.0f} s)")
+    for column in ("phase", "kills", "fired", "wrong", "lost", "rerun failed"):
+        table.add_column(column)
+    for phase, row in [*report["by_phase"].items(), ("all", report["summary"])]:
+        table.add_row(phase, str(row["kills"]), str(row["fired"]), str(row["wrong"]), str(row["lost"]),
+                      str(row["rerun_failed"]))
+    Console().print(table)
+    totals = report["summary"]
+    click.echo(f"pairs: {totals['pairs']}, failed {totals['pairs_failed']}, wrong {totals['pairs_wrong']}, "
+               f"lost {totals['pairs_lost']}")
+    click.echo("wrote " + ", ".join(report["files"]))
+    failed = totals["wrong"] + totals["lost"] + totals["rerun_failed"] + totals["pairs_failed"]
+    sys.exit(1 if failed else 0)
+
+
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @user_errors
@@ -521,6 +565,9 @@ def validate(spec: str) -> None:
     from tempura.scheduler import load_spec
 
     loaded = load_spec(spec)
+    missing = loaded.missing_paths()
+    if missing:
+        raise TempuraError(missing[0] + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     tp = loaded.time_points()
     click.echo(f"{spec}: ok — {loaded.name}: {len(loaded.sources)} source(s), {tp.k} time point(s), deliver {', '.join(f't{i}' for i in tp.deliver)}")
 
@@ -541,12 +588,140 @@ def _spark_for(spec: Any) -> Any:
 @click.option("--now", "now_text", default=None, metavar="TIMESTAMP",
               help="Take this as the current time (ISO), instead of the wall clock.")
 @click.option("--workdir", default=".tempura", show_default=True, help="Where jobs keep states, manifests and history.")
+@click.option("--from", "since_text", default=None, metavar="TIMESTAMP",
+              help="Catch up on every cycle from the one under way at this time (ISO), past the spec's max_catch_up.")
+@click.option("--wait", "wait", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
+              help="If another run holds the job's lock, wait this long for it instead of stopping.")
+@click.option("--force-unlock", "force_unlock", is_flag=True,
+              help="Remove the job's lock first, whoever holds it (only when its holder is known to be dead).")
 @user_errors
-def run_command(spec: str, simulate: bool, method: str, daemon: bool, now_text: str | None, workdir: str) -> None:
+def run_command(spec: str, simulate: bool, method: str, daemon: bool, now_text: str | None, workdir: str,
+                since_text: str | None, wait: float, force_unlock: bool) -> None:
     """Run a standing query: the time points due by the clock (then exit; idempotent), a whole
-    cycle now (--simulate), or continuously (--daemon)."""
+    cycle now (--simulate, afresh each time), or continuously (--daemon). One run at a time
+    writes a job: a second one stops with the holder's name, or waits (--wait)."""
     import datetime as dt
 
+    from rich.console import Console
+
+    from tempura.scheduler import load_spec
+    from tempura.scheduler.progress import progress_bars
+    from tempura.scheduler.runner import Runner, job_folder
+
+    loaded = load_spec(spec)
+    if simulate and daemon:
+        raise click.UsageError("--simulate runs one cycle now; --daemon follows the clock: choose one")
+    now = _timestamp(now_text, "--now")
+    since = _timestamp(since_text, "--from")
+    if simulate and since is not None:
+        raise click.UsageError("--simulate runs cycle 0 afresh; --from is for runs by the clock")
+    if force_unlock:
+        _force_unlock(job_folder(workdir, loaded, method if simulate else None))
+    console = Console(stderr=True)
+    with progress_bars(console) as progress:
+        runner = Runner(loaded, _spark_for(loaded), workdir, method, simulate, progress, wait=wait)
+        if simulate:
+            with runner.lock_held():  # a simulation starts afresh: the last one's folder goes first
+                runner.clear()
+                results = runner.run_cycle()
+        elif daemon:
+            runner.daemon()
+            return
+        else:
+            results = runner.run_due(now, since)
+    if runner.skipped:
+        click.echo(f"{runner.skipped} earlier cycle(s) not caught up (max_catch_up: {loaded.max_catch_up}); "
+                   f"run with --from TIMESTAMP to catch up on them")
+    _echo_results(results)
+    if not results:
+        click.echo("no time point is due")
+
+
+def _timestamp(text: str | None, option: str) -> Any:
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        raise click.BadParameter(f"'{text}' is not an ISO timestamp", param_hint=option) from None
+
+
+def _force_unlock(folder: Path) -> None:
+    from tempura.runtime.lock import force_unlock
+
+    holder = force_unlock(folder)
+    if holder is not None:
+        click.echo(f"warning: removed the lock of {folder} held by {holder.describe()}; if that run is alive, "
+                   f"two writers can commit a wrong result", err=True)
+
+
+def _echo_results(results: list[Any]) -> None:
+    """One line per time point a run took: committed already, or what it ran and delivered."""
+    for r in results:
+        if r.skipped:
+            click.echo(f"{r.cycle} t{r.index} ({r.time}): committed already")
+            continue
+        run = r.manifest["run"]
+        fell: dict[str, list[str]] = {}  # why -> the fragments that ran another method than the forced one
+        for f in r.manifest["fragments"]:
+            if f.get("fallback"):
+                fell.setdefault(f["fallback"], []).append(f"{f['id']} ran {f['method']}")
+        click.echo(f"{r.cycle} t{r.index} ({r.time}): {run['method']}, {len(r.manifest['fragments'])} fragment(s), "
+                   f"cpu {run['cpu_seconds']:.2f}s, wall {run['wall_seconds']:.2f}s, {run['rows_landed']} rows landed"
+                   + (f", {run['rejected_rows']} late rows rejected" if run["rejected_rows"] else "")
+                   + "".join(f"; {', '.join(ran)}, not {run['method']}: {why}" for why, ran in fell.items())
+                   + (f"; delivered {r.delivered}" if r.delivered else "")
+                   + (f"; {r.reason}" if r.replanned else ""))
+
+
+@main.command("check")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--simulate", "simulated", default=None, metavar="METHOD", help="Check a simulation's folder (of METHOD).")
+@click.option("--workdir", default=".tempura", show_default=True)
+@user_errors
+def check_command(spec: str, simulated: str | None, workdir: str) -> None:
+    """Verify a job's folder: the chain of manifests, every file they list (sizes, rows) and the
+    newest delivery. Exits 1 and names each problem if anything is damaged."""
+    from tempura.runtime.store import JobStore
+    from tempura.scheduler import load_spec
+    from tempura.scheduler.check import check_job
+    from tempura.scheduler.planning import job_folder
+
+    loaded = load_spec(spec)
+    report = check_job(JobStore(job_folder(workdir, loaded, simulated)))
+    if report.lock:
+        click.echo(f"locked by {report.lock}")
+    for cycle in report.cycles:
+        for leftover in cycle.leftovers:
+            click.echo(f"cycle {cycle.label}: {leftover} is an unfinished attempt's (the next run deletes it)")
+        for problem in cycle.problems:
+            click.echo(f"damaged: {problem}")
+        if cycle.problems:
+            click.echo(f"cycle {cycle.label}: the last intact time point is t{cycle.intact}; "
+                       f"'tempura repair {spec}' rebuilds from t{cycle.intact + 1}")
+    committed = sum(c.committed for c in report.cycles)
+    damaged = report.damaged
+    if damaged:
+        click.echo(f"{loaded.name}: {len(damaged)} of {len(report.cycles)} cycle(s) damaged")
+        sys.exit(1)
+    click.echo(f"{loaded.name}: ok — {len(report.cycles)} cycle(s), {committed} committed time point(s), every listed file "
+               f"verified")
+
+
+@main.command("repair")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--from", "first", default=None, metavar="tN",
+              help="Rebuild from this time point (its predecessor must be intact); default: after the last intact one.")
+@click.option("--cycle", "cycle", default=None, help="Only this cycle (its folder's name); default: every damaged one.")
+@click.option("--method", type=click.Choice(METHOD_CHOICES), default="auto", show_default=True,
+              help="The method the time points run again with (as the job's runs used).")
+@click.option("--workdir", default=".tempura", show_default=True)
+@click.option("--wait", "wait", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
+              help="If another run holds the job's lock, wait this long for it.")
+@user_errors
+def repair_command(spec: str, first: str | None, cycle: str | None, method: str, workdir: str, wait: float) -> None:
+    """Rebuild a damaged job from its sources, from the last intact time point: later commits are
+    taken back (their manifests kept aside under uncommitted/) and their time points run again."""
     from rich.console import Console
 
     from tempura.scheduler import load_spec
@@ -554,34 +729,17 @@ def run_command(spec: str, simulate: bool, method: str, daemon: bool, now_text: 
     from tempura.scheduler.runner import Runner
 
     loaded = load_spec(spec)
-    if simulate and daemon:
-        raise click.UsageError("--simulate runs one cycle now; --daemon follows the clock: choose one")
-    try:
-        now = dt.datetime.fromisoformat(now_text) if now_text else None
-    except ValueError:
-        raise click.BadParameter(f"'{now_text}' is not an ISO timestamp", param_hint="--now") from None
-    console = Console(stderr=True)
-    with progress_bars(console) as progress:
-        runner = Runner(loaded, _spark_for(loaded), workdir, method, simulate, progress)
-        if simulate:
-            results = runner.run_cycle()
-        elif daemon:
-            runner.daemon()
-            return
-        else:
-            results = runner.run_due(now)
-    for r in results:
-        if r.skipped:
-            click.echo(f"{r.cycle} t{r.index} ({r.time}): committed already")
-            continue
-        run = r.manifest["run"]
-        click.echo(f"{r.cycle} t{r.index} ({r.time}): {run['method']}, {len(r.manifest['fragments'])} fragment(s), "
-                   f"cpu {run['cpu_seconds']:.2f}s, wall {run['wall_seconds']:.2f}s, {run['rows_landed']} rows landed"
-                   + (f", {run['rejected_rows']} late rows rejected" if run["rejected_rows"] else "")
-                   + (f"; delivered {r.delivered}" if r.delivered else "")
-                   + (f"; {r.reason}" if r.replanned else ""))
-    if not results:
-        click.echo("no time point is due")
+    start = None
+    if first is not None:
+        digits = first[1:] if first[:1] in ("t", "T") else first
+        if not digits.isdigit() or int(digits) < 1:
+            raise click.BadParameter(f"'{first}' is not a time point such as t3", param_hint="--from")
+        start = int(digits)
+    with progress_bars(Console(stderr=True)) as progress:
+        runner = Runner(loaded, _spark_for(loaded), workdir, method, progress=progress, wait=wait)
+        results = runner.repair(cycle, start)
+    _echo_results(results)
+    click.echo(f"{loaded.name}: repaired {len(results)} time point(s)" if results else f"{loaded.name}: nothing to repair")
 
 
 @main.command("history")
@@ -620,14 +778,15 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
     if fragments:
         detail = Table(title="fragments: estimated against measured")
         for column in ("cycle", "t", "fragment", "method", "output", "est. rows", "rows out", "rows in", "est. s", "cpu s",
-                       "wall s", "est. stages", "stages", "bytes in", "bytes out"):
+                       "wall s", "est. stages", "stages", "bytes in", "bytes out", "fallback"):
             detail.add_column(column)
         for f in history.fragments():
             detail.add_row(f["cycle"], str(f["time_index"]), f["fragment"], f["method"] + (" (stream)" if f["streaming"] else ""),
                            f["output"], f"{f['estimated_rows']:.4g}", str(f["rows_out"]), str(f["rows_in"]),
                            f"{f['estimated_seconds']:.3g}", f"{f['cpu_seconds']:.3g}", f"{f['wall_seconds']:.3g}",
                            "" if f.get("estimated_stages") is None else f"{f['estimated_stages']:.0f}",
-                           "" if f.get("stages") is None else str(f["stages"]), str(f["bytes_in"]), str(f["bytes_out"]))
+                           "" if f.get("stages") is None else str(f["stages"]), str(f["bytes_in"]), str(f["bytes_out"]),
+                           f.get("fallback") or "")
         console.print(detail)
     _, calibration = for_job(loaded.cost_constants, loaded.model.cost, Path(workdir), history.path)
     click.echo(calibration.describe(loaded.cost_constants.stage) if calibration is not None
@@ -639,8 +798,9 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True)
 @click.option("--method", type=click.Choice(METHOD_CHOICES), default="auto", show_default=True,
               help="Force one incremental method (a selection of the TVR rules).")
-@click.option("--output", "output", type=click.Choice(["snapshot", "delta"]), default="snapshot", show_default=True,
-              help="Deliver the result (snapshot) or its change since the previous time point (delta).")
+@click.option("--output", "output", type=click.Choice(["snapshot", "delta"]), default=None,
+              help="Deliver the result (snapshot) or its change since the previous time point (delta); "
+                   "by default the spec's output mode, as tempura run delivers.")
 @click.option("--no-rule", "no_rule", multiple=True, help="Disable a rule by name (repeatable).")
 @click.option("--sql", "show_sql", is_flag=True, help="Print each fragment's Spark SQL.")
 @click.option("--selector", type=click.Choice(SELECTOR_CHOICES), default="auto", show_default=True,
@@ -654,7 +814,7 @@ def history_command(spec: str, fragments: bool, simulated: str | None, workdir: 
               help="Override a cost constant (repeatable); over the spec's cost key.")
 @click.option("--workdir", default=".tempura", show_default=True, help="The workdir of tempura run: the job's statistics are read there (and collected where missing).")
 @user_errors
-def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[str, ...], show_sql: bool, selector: str,
+def plan_command(spec: str, fmt: str, method: str, output: str | None, no_rule: tuple[str, ...], show_sql: bool, selector: str,
                  ilp_limit: int | None, state_budget: str | None, cost: tuple[str, ...], workdir: str) -> None:
     """The multi-time-point plan of a standing query: fragments per time point, methods, the kept
     states (when each is saved, who reads it, its size, what chose it), estimated rows and cost,
@@ -663,7 +823,8 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
     from tempura.runtime.store import JobStore
     from tempura.scheduler import load_spec
     from tempura.scheduler.calibration import for_job
-    from tempura.scheduler.planning import analyze_sources, job_folder, needs_spark, plan_spec, prepare, stale_sources
+    from tempura.scheduler.planning import (analyze_sources, for_cycle, job_folder, needs_spark, output_mode, plan_spec, prepare,
+                                            stale_sources)
     from tempura.scheduler.spec import parse_size
     from tempura.stats.store import file_state
     from tempura.tvr.render import alternatives_text, plan_dot, plan_text
@@ -687,7 +848,10 @@ def plan_command(spec: str, fmt: str, method: str, output: str, no_rule: tuple[s
 
         spark = get_spark()
         analyze_sources(spark, loaded, stats_root, stale)
-    prepared = prepare(loaded, spark, stats_root)
+    cycle = loaded.cycle(0)
+    assert cycle is not None
+    prepared, _ = for_cycle(prepare(loaded, spark, stats_root), cycle)  # what tempura run plans its first time point with
+    output = output or output_mode(loaded)
     errors: dict[str, TempuraError] = {}
     options = MqoOptions(selector=selector, budget=budget)
     if ilp_limit is not None:

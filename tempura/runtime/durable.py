@@ -36,6 +36,7 @@ from tempura.runtime.ingest import TP, Feed, landing_data
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.sources import SourceData, register_read, source_delta
 from tempura.runtime.store import JobStore
+from tempura.sql.names import quote_identifier
 from tempura.tvr.plan import Fragment, MultiTimePlan
 
 if TYPE_CHECKING:
@@ -117,14 +118,12 @@ class TimePointRun:
 
 
 def write_frame(frame: DataFrame, target: Path | str, fmt: str = "parquet") -> None:
-    """Write ``frame`` to the folder ``target`` (replacing it); Spark's failure becomes an
+    """Write ``frame`` to the folder ``target`` (replacing it) so that
+    :func:`~tempura.runtime.outputs.read_output` reads it back exactly; Spark's failure becomes an
     :class:`ExecutionError` naming the folder."""
-    from pyspark.errors import PySparkException
+    from tempura.runtime.outputs import write_output
 
-    try:
-        frame.write.mode("overwrite").format(fmt).save(uri(target))
-    except PySparkException as error:
-        raise ExecutionError(f"writing {target} failed: {spark_error_message(error)}") from None
+    write_output(frame, target, fmt)
 
 
 class DurableExecutor:
@@ -171,12 +170,13 @@ class DurableExecutor:
                 if state_id not in saved:
                     raise ExecutionError(f"fragment {fragment.id} reads state {state_id}, which no committed time point saved")
                 folder = self.store.cycle_dir(self.cycle) / "states" / saved[state_id].folder
-                self.spark.read.parquet(uri(folder)).createOrReplaceTempView(state_id)
+                self.spark.read.parquet(uri(folder)).createOrReplaceTempView(quote_identifier(state_id))
             for read in fragment.sources:
                 if read.scan.table not in self.feeds:
                     raise ExecutionError(f"the plan reads source '{read.scan.table}', which has no data")
                 if streaming and read.delta and read.start == index - 1 and read.end == index:
-                    source_delta(self._streamed(read.scan.table, index, run), index - 1, index).createOrReplaceTempView(read.view)
+                    source_delta(self._streamed(read.scan.table, index, run), index - 1, index).createOrReplaceTempView(
+                        quote_identifier(read.view))
                 else:  # the landed intervals the read covers, and no others
                     register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end), read.start, read.end,
                                   read.delta, read.view)
@@ -247,8 +247,9 @@ class DurableExecutor:
         def holds_rows(folder: str | Path) -> bool:
             if not self.files.data_files(folder):
                 return False
-            reader = self.spark.read.schema(schema).format(fmt).option("header", "true")
-            return reader.load(uri(folder)).limit(1).count() > 0
+            from tempura.runtime.outputs import read_output
+
+            return read_output(self.spark, uri(folder), fmt, schema).limit(1).count() > 0
 
         if not holds_rows(pending) and holds_rows(final):
             raise ExecutionError(f"t{index} of cycle {self.cycle} delivers an empty result, which would replace the rows "

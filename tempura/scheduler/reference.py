@@ -9,7 +9,8 @@ landing:
   periodic range query, ``t_i - length < c <= t_i``;
 - ``arrival: {by: file}``: every row of its files (a simulation's replay finds them all at
   ``t_1``);
-- change data: insertions minus deletions (:func:`tempura.runtime.sources.source_snapshot`).
+- change data: insertions minus deletions, interval by interval, a deletion of an absent row
+  removing nothing under ``deletes: lenient`` (:func:`tempura.runtime.sources.source_snapshot`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from tempura.runtime.sources import SourceData, register_snapshots
 from tempura.scheduler.spec import Cycle, StandingQuery
+from tempura.sql.names import quote_identifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,10 +47,11 @@ def as_of(spark: SparkSession, spec: StandingQuery, cycle: Cycle, index: int) ->
             arrival = source.arrival.column
             floor = values[index - 1] - window if window is not None else cycle.origin  # type: ignore[operator]
             if floor is not None:
-                frame = frame.where(F.col(f"`{arrival}`") > _time_literal(floor))
+                frame = frame.where(F.col(quote_identifier(arrival)) > _time_literal(floor))
         changes = source.changes
         out[name] = SourceData(name, frame, arrival, changes.op_column if changes else None,
-                               tuple(changes.delete_values) if changes else ("D",), values, hidden=hidden)
+                               tuple(changes.delete_values) if changes else ("D",), values, hidden=hidden,
+                               deletion_policy=changes.deletes if changes else "strict")
     return out
 
 

@@ -25,7 +25,9 @@ arrival: each time point lands exactly its interval's rows, for every method.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import hashlib
 import importlib
 import json
@@ -38,17 +40,21 @@ from tempura.errors import TempuraError
 from tempura.incremental import CommittedState, Resume
 from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun, write_frame
 from tempura.runtime.files import Files, uri
-from tempura.runtime.ingest import OP, TP, Feed, Landed, check_schema, interval_rows, landed_schema, read_source
+from tempura.runtime.changes import check_ops, settle_deletions
+from tempura.runtime.ingest import (OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_schema,
+                                    null_arrival_rows, read_source)
+from tempura.runtime.faults import reached
 from tempura.runtime.keys import violations
+from tempura.runtime.lock import JobLock
 from tempura.runtime.metrics import Meter, WorkMetrics
-from tempura.runtime.store import JobStore
+from tempura.runtime.store import Damage, JobStore
 from tempura.scheduler.history import History
-from tempura.scheduler.planning import (Prepared, analyze_sources, arrival_bounds, expected_empty, job_folder, plan_spec,
-                                        prepare, stale_sources)
+from tempura.scheduler.planning import (Prepared, analyze_sources, expected_empty, for_cycle, job_folder, output_mode,
+                                        plan_spec, prepare, stale_sources)
 from tempura.scheduler.calibration import for_job
-from tempura.scheduler.reoptimize import NOTICEABLE, Measured, scaled_lookup, updated
-from tempura.scheduler.spec import Cycle, StandingQuery
-from tempura.stats import Estimator
+from tempura.scheduler.reoptimize import NOTICEABLE
+from tempura.scheduler.spec import Cycle, StandingQuery, cycle_index_at
+from tempura.sql.names import quote_identifier
 from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.plan import MultiTimePlan
 
@@ -92,6 +98,8 @@ def feeds(spec: StandingQuery) -> dict[str, Feed]:
             {c: t for c, t in source.schema_.items()} if source.schema_ else None,
             source.arrival.column, changes.op_column if changes else None,
             tuple(changes.delete_values) if changes else ("D",), spec.window,
+            insert_values=tuple(changes.insert_values) if changes else ("I",),
+            deletion_policy=changes.deletes if changes else "strict",
         )
     return out
 
@@ -108,9 +116,11 @@ def plan_shape(plan: MultiTimePlan, after: int) -> list[tuple[Any, ...]]:
 class Runner:
     """Runs one standing query's time points durably on Spark."""
 
+    _change_checks: WorkMetrics  # what checking the change feeds' landing cost (set by _land, counted by _check_keys)
+
     def __init__(self, spec: StandingQuery, spark: SparkSession, workdir: str | Path = ".tempura", method: str = "auto",
                  simulate: bool = False, progress: Callable[[str, int, int], None] | None = None,
-                 hook: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 hook: Callable[[dict[str, Any]], None] | None = None, wait: float = 0.0) -> None:
         self.spec = spec
         self.spark = spark
         self.workdir = Path(workdir)
@@ -120,16 +130,21 @@ class Runner:
         self.meter = Meter(spark)
         self.store = JobStore(job_folder(workdir, spec, method if simulate else None), self.files)
         self.history = History(self.store.history_path)
+        self.lock = JobLock(self.store.root)
+        self.wait = wait  # how long to wait for another run's lock on the job folder
         self.feeds = feeds(spec)
         self.progress = progress
         self.hook = hook if hook is not None else _load_hook(spec)
         self._prepared: Prepared | None = None
         self._plans: dict[tuple[str, int], MultiTimePlan] = {}
         self._schemas: dict[str, StructType] = {}
+        self.skipped = 0  # cycles left out of the last due() for max_catch_up
         self.output = None
         if spec.model.output is not None and not simulate:
             out = spec.model.output
-            self.output = OutputTarget(uri(spec.folder / out.path), out.format, out.mode)
+            location = spec.output_location()
+            assert location is not None
+            self.output = OutputTarget(uri(location), out.format, out.mode)
 
     # -- schedule --------------------------------------------------------------------------
 
@@ -142,43 +157,126 @@ class Runner:
             yield cycle
             n += 1
 
-    def due(self, now: dt.datetime) -> list[tuple[Cycle, int]]:
-        """The uncommitted time points at or before ``now``, in order."""
+    def due(self, now: dt.datetime, since: dt.datetime | None = None) -> list[tuple[Cycle, int]]:
+        """The uncommitted time points at or before ``now``, in order: those of the cycle under
+        way at ``now`` and of at most ``max_catch_up`` cycles before it (the schedule may start
+        years ago), or of every cycle from the one under way at ``since`` on. The cycles left
+        out for the cap are counted in :attr:`skipped`."""
+        schedule = self.spec.model.schedule
+        first_value = self.spec.time_points().values[0]
+        if not isinstance(first_value, dt.date):
+            raise RunError(f"{self.spec.path}: time points are numbers; only --simulate runs them")
+        last = cycle_index_at(schedule, now)
+        if last is None:
+            return []
+        if since is not None:
+            first = cycle_index_at(schedule, since) or 0
+        else:
+            first = max(0, last - self.spec.max_catch_up)
+        self.skipped = self._incomplete_before(first)
         out: list[tuple[Cycle, int]] = []
-        for cycle in self.cycles():
+        for n in range(first, last + 1):
+            cycle = self.spec.cycle(n)
+            if cycle is None:
+                break
             values = cycle.time_points.values
-            first = values[0]
-            if not isinstance(first, dt.datetime) and isinstance(first, dt.date):
-                passed = [i for i, v in enumerate(values, 1) if v <= now.date()]  # type: ignore[operator]
-            elif isinstance(first, dt.datetime):
+            if isinstance(values[0], dt.datetime):
                 passed = [i for i, v in enumerate(values, 1) if v <= now]  # type: ignore[operator]
             else:
-                raise RunError(f"{self.spec.path}: time points are numbers; only --simulate runs them")
-            if not passed:
-                break
+                passed = [i for i, v in enumerate(values, 1) if v <= now.date()]  # type: ignore[operator]
             done = self.store.committed(cycle.label)
             out.extend((cycle, i) for i in passed if i > done)
         return out
 
-    def run_due(self, now: dt.datetime | None = None) -> list[PointResult]:
-        """Run every time point due by ``now`` (the wall clock) and not committed, then return."""
-        results = []
-        for cycle, index in self.due(now or dt.datetime.now()):
-            results.append(self.run_point(cycle, index))
+    def _incomplete_before(self, first: int) -> int:
+        """How many cycles before cycle ``first`` are not wholly committed (never started
+        included): what a run capped by ``max_catch_up`` leaves out."""
+        if first == 0:
+            return 0
+        cycle = self.spec.cycle(first)
+        assert cycle is not None
+        folder = self.store.root / "cycles"
+        labels = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        complete = sum(1 for label in labels if label < cycle.label
+                       and len(self.store.manifest_indices(label)) >= cycle.time_points.k)
+        return max(0, first - complete)
+
+    def run_due(self, now: dt.datetime | None = None, since: dt.datetime | None = None) -> list[PointResult]:
+        """Run every time point due by ``now`` (the wall clock) and not committed, then return
+        (``since``: catch up on every cycle from the one under way then, past ``max_catch_up``)."""
+        with self.lock_held():
+            return [self.run_point(cycle, index) for cycle, index in self.due(now or dt.datetime.now(), since)]
+
+    def repair(self, label: str | None = None, first: int | None = None) -> list[PointResult]:
+        """Rebuild damaged cycles from the sources, from their last intact time point (or from
+        ``first``, if the time point before it is intact): the commits from there on are taken
+        back (their manifests moved aside, never deleted) and the time points run again."""
+        from tempura.scheduler.check import last_intact
+
+        results: list[PointResult] = []
+        with self.lock_held():
+            folder = self.store.root / "cycles"
+            labels = [label] if label is not None else sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+            for name in labels:
+                indices = self.store.manifest_indices(name)
+                if not indices:
+                    if label is not None:
+                        raise RunError(f"{self.store.root}: cycle {name} has no committed time point")
+                    continue
+                intact = last_intact(self.store, name)
+                start = first if first is not None else intact + 1
+                if start - 1 > intact:
+                    raise RunError(f"cycle {name}: t{start - 1} is not intact, so repair cannot start at t{start}: "
+                                   f"the last intact time point is t{intact} (repair --from t{intact + 1})")
+                if start > max(indices) and intact == max(indices):
+                    continue  # nothing damaged
+                cycle = self._cycle_labelled(name)
+                self.store.uncommit(name, start)
+                self.history.forget(name, start)
+                self._plans = {key: plan for key, plan in self._plans.items() if key[0] != name}
+                results.extend(self.run_point(cycle, i) for i in range(start, max(indices) + 1))
         return results
+
+    def _cycle_labelled(self, label: str) -> Cycle:
+        for cycle in self.cycles():
+            if cycle.label == label:
+                return cycle
+            if cycle.label > label:
+                break
+        raise RunError(f"{self.store.root}: cycle {label} is not a cycle of {self.spec.path}'s schedule")
 
     def run_cycle(self, cycle: Cycle | None = None, until: int | None = None) -> list[PointResult]:
         """Run a cycle's time points (all, or up to ``until``) now: the simulation."""
         cycle = cycle or self.spec.cycle(0)
         assert cycle is not None
         last = until or cycle.time_points.k
-        return [self.run_point(cycle, i) for i in range(1, last + 1)]
+        with self.lock_held():
+            return [self.run_point(cycle, i) for i in range(1, last + 1)]
+
+    def clear(self) -> None:
+        """Delete everything the job folder holds but its lock (a simulation starts afresh);
+        call it holding the lock."""
+        assert self.lock.held, "clear() deletes a job folder: hold its lock"
+        if self.store.root.is_dir():
+            for child in self.store.root.iterdir():
+                if child.name != self.lock.path.name and not child.name.startswith(self.lock.path.name + "."):
+                    self.files.delete(child)
+        self._plans.clear()
+
+    @contextlib.contextmanager
+    def lock_held(self) -> Iterator[None]:
+        """Hold the job folder's lock (one writer at a time; :mod:`tempura.runtime.lock`)."""
+        self.lock.acquire(self.wait)
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     def daemon(self, sleep: Callable[[float], None] = time.sleep, now: Callable[[], dt.datetime] = dt.datetime.now,
                stop: Callable[[], bool] = lambda: False) -> None:
         """Run due time points, wait for the next one, and so on (until ``stop()``)."""
         while not stop():
-            self.run_due(now())
+            self.run_due(now())  # the lock is held while time points run, not while it sleeps
             upcoming = self._next_time(now())
             if upcoming is None:
                 return
@@ -195,23 +293,32 @@ class Runner:
     # -- one time point ----------------------------------------------------------------------
 
     def run_point(self, cycle: Cycle, index: int) -> PointResult:
+        with self.lock_held():
+            return self._run_point(cycle, index)
+
+    def _run_point(self, cycle: Cycle, index: int) -> PointResult:
         label = cycle.label
         value = cycle.time_points.value(index)
-        committed = self.store.manifest(label, index)
-        if committed is not None:
+        chain = self.store.chain(label)  # Damage: a gap, or a manifest truncated or altered
+        if index <= len(chain):
+            committed = chain[index - 1]
             if not self.history.has_run(label, index):
                 self.history.record_run(committed)
             return PointResult(label, index, value, skipped=True, manifest=committed)
-        if index > 1 and self.store.manifest(label, index - 1) is None:
+        if index > len(chain) + 1:
             raise RunError(f"t{index} of cycle {label} cannot run before t{index - 1} is committed")
+        reached("locked", index)
+        previous = chain[-1] if chain else None
+        if previous is not None:  # what later time points read is there, as committed
+            self.store.check_readable(label, previous, index)
         for name, feed in self.feeds.items():
             if not self.files.exists(feed.location):
                 raise RunError(f"{self.spec.path}: sources.{name}.path: {feed.location} does not exist (nothing was run)")
         self.store.discard_uncommitted(label, index)
-        previous = self.store.manifest(label, index - 1) if index > 1 else None
         self._check_drift(previous)
         saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
         plan = self.plan(cycle, index, saved, previous)
+        reached("planned", index)
         steps = len(plan.at(index)) + len(self.feeds)
         done = 0
 
@@ -225,17 +332,24 @@ class Runner:
         broken, checks = self._check_keys(cycle, index, previous)
         plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken)
         self.store.save_plan(label, index, plan.to_json())
-        executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.time_points.k, self.output)
+        executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.time_points.k, self.output,
+                                   allow_empty=bool(getattr(self.spec, "allow_empty", False)))
         run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
             i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
         manifest = self._manifest(cycle, index, plan, run, landed, {k: v for k, v in saved.items() if k in alive}, previous,
                                   broken, checks)
-        self.store.write_manifest(label, index, manifest)
+        reached("manifest", index)
+        self.lock.check()  # only the lock's holder commits
+        manifest = self.store.write_manifest(label, index, manifest)
+        reached("committed", index)
+        self.files.delete(self.store.pending(label))
         self.store.drop_states(label, {saved[i].folder for i in alive if i in saved})
         self._drop_old_checkpoints(label, index)
+        reached("cleaned", index)
         self.history.record_run(manifest)
+        reached("recorded", index)
         result = PointResult(label, index, value, run=run, manifest=manifest, plan=plan)
         if index < cycle.time_points.k:
             self._reoptimize(cycle, index, plan, result)
@@ -253,6 +367,12 @@ class Runner:
         for name, land in landed.items():
             measured[name].append([land.rows, land.deletions])
         work = run.work() + checks
+        delivery = None
+        if run.delivered is not None:
+            files = self.files.data_files(run.delivered)
+            root = run.delivered.rstrip("/") + "/"
+            delivery = {"path": run.delivered, "rows": run.delivered_rows,
+                        "files": {f[0].removeprefix(root) if f[0].startswith(root) else f[0]: f[1] for f in files}}
         return {
             "spec": self.spec.name,
             "cycle": cycle.label,
@@ -266,8 +386,11 @@ class Runner:
             "broken_keys": broken,
             "schemas": {name: schema.json() for name, schema in self._schemas.items()},
             "delivered": run.delivered,
+            "delivery": delivery,
+            "inventory": self._inventory(cycle.label, index, previous, landed, states, run),
             "streams": run.streams,
-            "fragments": [f.to_json() for f in run.fragments],
+            "fragments": [{**f.to_json(), "fallback": next((p.fallback for p in plan.at(index) if p.id == f.id), "")}
+                          for f in run.fragments],
             "run": {
                 "mode": "simulate" if self.simulate else "schedule",
                 "method": plan.method,
@@ -282,6 +405,25 @@ class Runner:
                 "rejected_rows": sum(land.rejected for land in landed.values()),
             },
         }
+
+    def _inventory(self, label: str, index: int, previous: dict[str, Any] | None, landed: dict[str, Landed],
+                   states: dict[str, SavedState], run: TimePointRun) -> dict[str, Any]:
+        """What later time points of the cycle may read, with the files and rows of each folder:
+        every landed interval, the states alive, the latest checkpoint of each stream. Folders
+        an earlier manifest listed keep their entries (they are not listed again)."""
+        before: dict[str, Any] = dict((previous or {}).get("inventory", {}))
+        wanted: dict[str, int | None] = {}
+        for name, land in landed.items():
+            for i in range(1, index + 1):
+                wanted[f"landing/{name}/i={i:03d}"] = land.rows if i == index else None
+        for state in states.values():
+            wanted[f"states/{state.folder}"] = state.rows
+        streams = {p.split("/", 1)[1].rpartition("@t")[0]: p for p in before if p.startswith("checkpoints/")}
+        streams.update({name.rpartition("@t")[0]: f"checkpoints/{name}" for name in run.streams})
+        wanted.update({path: None for path in streams.values()})
+        fresh = [path for path in wanted if path not in before]
+        listed = self.store.listing(label, fresh, wanted)
+        return {path: before[path] if path in before else listed[path] for path in sorted(wanted)}
 
     def _drop_old_checkpoints(self, label: str, index: int) -> None:
         folder = self.store.cycle_dir(label) / "checkpoints"
@@ -354,26 +496,14 @@ class Runner:
         """The plan from ``floor`` on, with the counts measured so far (and ``landed``: the
         counts of ``floor``'s own intervals, when they have landed), without the key domains
         a landing of the cycle broke (``broken``: by ``floor``'s, else those committed)."""
-        base = self.prepared()
-        counts = {name: [tuple(pair) for pair in rows] for name, rows in (previous or {}).get("measured", {}).items()}
+        counts: dict[str, list[tuple[int, int]]] = {
+            name: [(int(r), int(d)) for r, d in rows] for name, rows in (previous or {}).get("measured", {}).items()}
         for name, land in (landed or {}).items():
             counts.setdefault(name, []).append((land.rows, land.deletions))
-        measured = {name: Measured(tuple(int(r) for r, _ in rows), tuple(int(d) for _, d in rows))
-                    for name, rows in counts.items()}
-        empty = {name: {i + 1 for i, (r, _) in enumerate(rows) if int(r) == 0} for name, rows in counts.items()}
-        through = max((len(rows) for rows in counts.values()), default=0)  # intervals landed
-        declared = [name for name, source in self.spec.sources.items()
-                    if source.expected is not None and source.expected.kind == "rows"]
-        tables = base.estimator.tables
-        # a range query's sources deliver deletions (the window's leaving rows): arrival_model
-        # says so, and measured ones count them
-        arrival, rows, reasons = updated(base.arrival, tables, measured, declared)
-        prepared = Prepared(base.spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
-                            list(base.notes), arrival_bounds(self.spec, cycle, empty,
-                                                             broken if broken is not None else (previous or {}).get("broken_keys", {}),
-                                                             through))
+        prepared, reasons = for_cycle(self.prepared(), cycle, counts,
+                                      broken if broken is not None else (previous or {}).get("broken_keys", {}))
         resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved.values() if s.key))
-        output = self.spec.model.output.mode if self.spec.model.output is not None else "snapshot"
+        output = output_mode(self.spec)
         errors: dict[str, TempuraError] = {}
         constants, calibration = for_job(self.spec.cost_constants, self.spec.model.cost, self.workdir,
                                          self.store.history_path)
@@ -412,7 +542,9 @@ class Runner:
 
     def _check_keys(self, cycle: Cycle, index: int, previous: dict[str, Any] | None) -> tuple[dict[str, str], WorkMetrics]:
         """The key domains broken so far in the cycle: those committed, and under ``integrity:
-        enforced`` those interval ``index``'s landing breaks; and what checking it cost."""
+        enforced`` those interval ``index``'s landing breaks; and what checking it cost (with the
+        change feeds' checks as they landed)."""
+        changes, self._change_checks = self._change_checks, WorkMetrics()
         declared = self.spec.key_rules()
         for rule in declared:
             for source, column in rule.columns:
@@ -424,7 +556,7 @@ class Runner:
         broken: dict[str, str] = dict((previous or {}).get("broken_keys", {}))
         rules = [r for r in declared if r.domain not in broken]
         if self.spec.model.integrity != "enforced" or not rules:
-            return broken, WorkMetrics()
+            return broken, changes
 
         def read(source: str, intervals: Sequence[int]) -> DataFrame:
             folders = [uri(self.store.landing_interval(cycle.label, source, i)) for i in intervals]
@@ -432,7 +564,7 @@ class Runner:
 
         with self.meter.measure("check keys") as cost:
             broken.update(violations(rules, read, index, self.spec.key_reach(cycle)))
-        return broken, cost
+        return broken, cost + changes
 
     def _check_drift(self, previous: dict[str, Any] | None) -> None:
         """Stop the time point before it plans (planning reads the sources) if a file first found
@@ -443,15 +575,17 @@ class Runner:
         for name, feed in self.feeds.items():
             seen = set((previous or {}).get("seen_files", {}).get(name, []))
             new = [f[0] for f in self.files.data_files(feed.location) if f[0] not in seen]
+            found = file_schemas(self.spark, feed, new)  # every new file readable on its own, before the source whole
             recorded = (previous or {}).get("schemas", {}).get(name)
             reference = StructType.fromJson(json.loads(recorded)) if recorded else read_source(self.spark, feed).schema
-            check_schema(self.spark, feed, StructType([f for f in reference.fields if f.name not in (TP, OP)]), new)
+            check_schema(feed, StructType([f for f in reference.fields if f.name not in (TP, OP)]), found)
 
     def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None,
               tick: Callable[[str], None]) -> dict[str, Landed]:
         from pyspark.sql import functions as F
 
         out = {}
+        self._change_checks = WorkMetrics()
         label = cycle.label
         for name, feed in self.feeds.items():
             seen = set((previous or {}).get("seen_files", {}).get(name, []))
@@ -461,27 +595,42 @@ class Runner:
             schema = landed_schema(feed, raw.schema)
             self._schemas[name] = schema
             landed_before = None
-            if feed.window is not None and index > 1:
+            if (feed.window is not None or feed.op_column is not None) and index > 1:
                 folders = [uri(self.store.landing_interval(label, name, i)) for i in range(1, index)]
                 landed_before = self.spark.read.schema(schema).parquet(*folders)
-            rows, late = interval_rows(feed, raw, {f[0] for f in new}, cycle.origin,
-                                       cycle.time_points.values, index, self.spec.model.late, landed_before)
+            new_paths = {f[0] for f in new}
+            rows, late = interval_rows(feed, raw, new_paths, cycle.origin, cycle.time_points.values, index,
+                                       self.spec.model.late, landed_before, keep_file=True)
+            absent, checked = 0, WorkMetrics()
+            if feed.op_column is not None:  # every op value known, no deletion of a row not there
+                with self.meter.measure(f"check changes of {name}") as checked:
+                    check_ops(feed, rows)
+                    rows, absent = settle_deletions(feed, rows, landed_before, index)
+                self._change_checks = self._change_checks + checked
             pending = self.store.pending(label) / "landing" / name
             with self.meter.measure(f"land {name}") as written:
-                write_frame(rows.select(*[F.col(f"`{c.name}`") for c in schema.fields]), pending)
+                write_frame(rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields]), pending)
+            reached("landing", index)
             final = self.store.landing_interval(label, name, index)
             self.files.rename(pending, final)
+            reached("landed", index)
             total, deletions = written.rows_written, 0
             if feed.deletes:
                 deletions = self.spark.read.schema(schema).parquet(uri(final)).where(F.col(OP) == "D").count()
-            land = Landed(name, index, total, deletions, new_files=new, path=uri(final))
+            land = Landed(name, index, total, deletions, new_files=new, path=uri(final), absent_deletions=absent,
+                          check_cpu_seconds=checked.cpu_seconds)
             if late is not None and self.spec.model.late == "next":
                 land.late = late.count()
-            elif late is not None:
+                late = None
+            nulls = null_arrival_rows(feed, raw, new_paths)  # in no interval: set aside with late rejected rows
+            if nulls is not None:
+                land.null_arrival = nulls.count()
+            aside = ([late] if late is not None else []) + ([nulls] if nulls is not None and land.null_arrival else [])
+            if aside:
                 target = self.store.cycle_dir(label) / "rejected" / name / f"i={index:03d}"
                 staging = self.store.pending(label) / "rejected" / name
-                with self.meter.measure(f"reject late rows of {name}") as set_aside:
-                    write_frame(late, staging)
+                with self.meter.measure(f"set aside rows of {name}") as set_aside:
+                    write_frame(functools.reduce(lambda a, b: a.unionByName(b), aside), staging)
                 land.rejected = set_aside.rows_written
                 self.files.delete(target)
                 self.files.rename(staging, target)

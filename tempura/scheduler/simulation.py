@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from tempura.runtime import compare_results
+from tempura.runtime.outputs import SELF_DESCRIBING, read_output
 from tempura.scheduler.reference import reference
-from tempura.scheduler.runner import Runner, job_folder
+from tempura.scheduler.runner import Runner
 from tempura.scheduler.spec import StandingQuery
 
 if TYPE_CHECKING:
@@ -97,8 +98,12 @@ def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Pat
     method in ``workdir`` is deleted first); ``check``: compare every delivered result with
     :func:`~tempura.scheduler.reference.reference`."""
     runner = Runner(spec, spark, workdir, method, simulate=True, progress=progress)
-    runner.files.delete(job_folder(workdir, spec, method))
-    runner.store.root.mkdir(parents=True, exist_ok=True)
+    with runner.lock_held():
+        runner.clear()
+        return _simulated(spark, spec, method, runner, check)
+
+
+def _simulated(spark: SparkSession, spec: StandingQuery, method: str, runner: Runner, check: bool) -> MethodRun:
     cycle = spec.cycle(0)
     assert cycle is not None
     first = runner.plan(cycle, 1, {}, None)
@@ -111,8 +116,11 @@ def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Pat
                              float(info["estimated_seconds"]), len(result.manifest.get("fragments", [])),
                              result.delivered is not None)
         if check and result.delivered is not None:
-            expected = [tuple(r) for r in reference(spark, spec, cycle, result.index).collect()]
-            actual = [tuple(r) for r in spark.read.parquet(result.delivered).collect()]
+            owed = reference(spark, spec, cycle, result.index)
+            expected = [tuple(r) for r in owed.collect()]
+            fmt = runner.output.format if runner.output is not None else "parquet"
+            schema = None if fmt in SELF_DESCRIBING else owed.schema
+            actual = [tuple(r) for r in read_output(spark, result.delivered, fmt, schema).collect()]
             outcome = compare_results(expected, actual)
             point.correct, point.detail = outcome.equal, outcome.reason
         run.points.append(point)
