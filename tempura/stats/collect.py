@@ -18,11 +18,13 @@ be compared against tempura's estimates in the same session.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from typing import TYPE_CHECKING, Callable
 
 from tempura.catalog import Catalog, TableSource
 from tempura.errors import CatalogError
+from tempura.sql.names import quote_identifier
 from tempura.stats.model import ColumnStats, Histogram, HistogramBin, Kind, TableStats, kind_of, step_of
 from tempura.stats.store import StatsStore, file_state
 from tempura.stats.values import NotConstant, encode
@@ -39,17 +41,21 @@ SAMPLE_SIZE = 300  # values kept per string column, for LIKE estimates
 SAMPLE_SEED = 7
 UNIQUE_CHECK_RATIO = 0.9  # check exactly when ndv >= this share of non-null rows
 
+_PLAIN = re.compile(r"[A-Za-z0-9_]+")
 _STAT_ROW = re.compile(r"^\s*([\d.]+)\s+bytes(?:,\s*([\d.]+)\s+rows)?", re.IGNORECASE)
 _BIN_ROW = re.compile(r"lower_bound:\s*(\S+),\s*upper_bound:\s*(\S+),\s*distinct_count:\s*(\d+)")
 _HEIGHT_ROW = re.compile(r"height:\s*([\d.eE+-]+),\s*num_of_bins:\s*(\d+)")
 
 
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+quote = quote_identifier
 
 
 def qualified(table: str) -> str:
-    return f"{quote(STATS_DATABASE)}.{quote(table)}"
+    """The statistics database's table for source ``table``: under its own name when Spark's
+    catalog takes it, else under a name derived from it (a catalog table name cannot hold a
+    backtick, even quoted)."""
+    name = table if _PLAIN.fullmatch(table) else "t_" + hashlib.sha1(table.encode("utf-8")).hexdigest()[:16]
+    return f"{quote(STATS_DATABASE)}.{quote(name)}"
 
 
 def register_external(spark: SparkSession, source: TableSource, columns: dict[str, str]) -> str:

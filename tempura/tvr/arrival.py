@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from tempura.errors import TempuraError
+from tempura.sql.names import quote_identifier
 from tempura.tvr.time import TimePoints, TimeValue
 
 if TYPE_CHECKING:
@@ -296,11 +297,11 @@ def measure(
     for column in (arrival_column, op_column):
         if column is not None and column.lower() not in {c.lower() for c in df.columns}:
             raise TempuraError(f"column '{column}' is not among the source's columns: {', '.join(df.columns)}")
-    interval = _interval_case(F.col(_quoted(arrival_column)), time_points)
+    interval = _interval_case(F.col(quote_identifier(arrival_column)), time_points)
     if op_column is None:
         deleted = F.lit(0)
     else:
-        is_delete = F.col(_quoted(op_column)).isin(list(delete_values))
+        is_delete = F.col(quote_identifier(op_column)).isin(list(delete_values))
         deleted = F.when(is_delete, 1).otherwise(0)
     counted = (
         df.select(interval.alias("_interval"), deleted.alias("_deleted"))
@@ -332,10 +333,6 @@ def _interval_case(arrival: Column, time_points: TimePoints) -> Column:
     for index in time_points.indices[1:]:
         case = case.when(arrived_by(index), index)
     return case
-
-
-def _quoted(column: str) -> str:
-    return "`" + column.replace("`", "``") + "`"
 
 
 def sql_literal(value: TimeValue) -> str:
