@@ -14,33 +14,9 @@ from tempura.scheduler import SpecError, StandingQuery, load_spec
 from tempura.scheduler import spec as spec_module
 from tempura.scheduler.spec import MAX_TIME_POINTS, cycle_index_at, cycle_values
 
+from test_spec import SPEC, load, write
+
 ROOT = Path(__file__).resolve().parent.parent
-
-SPEC = """\
-name: gross_by_category
-query: |
-  SELECT category, SUM(price) AS gross FROM sales GROUP BY category
-sources:
-  sales:
-    path: data/sales
-    format: parquet
-    arrival: {column: arrived_at}
-schedule:
-  at: [1, 2, 3]
-objective:
-  preset: deadline
-"""
-
-
-def write(folder: Path, text: str, name: str = "spec.yaml") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(text)
-    return path
-
-
-def load(folder: Path, text: str) -> StandingQuery:
-    return load_spec(write(folder, text))
 
 
 def error_of(path: Path) -> str:
