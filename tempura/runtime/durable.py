@@ -131,7 +131,8 @@ class DurableExecutor:
 
     def __init__(self, spark: SparkSession, store: JobStore, cycle: str, feeds: Mapping[str, Feed],
                  schemas: Mapping[str, StructType], k: int, output: OutputTarget | None = None,
-                 planning: SparkPlanning | None = None, allow_empty: bool = False) -> None:
+                 planning: SparkPlanning | None = None, allow_empty: bool = False,
+                 fence: Callable[[], None] | None = None) -> None:
         self.spark = spark
         self.store = store
         self.cycle = cycle
@@ -140,6 +141,7 @@ class DurableExecutor:
         self.k = k
         self.output = output
         self.allow_empty = allow_empty  # may an empty snapshot replace a non-empty one
+        self.fence = fence or (lambda: None)  # raises unless this run still holds the job's lock
         self.planning = planning or SparkPlanning()
         self.meter = Meter(spark)
         self.files = store.files or Files(spark)
@@ -204,6 +206,7 @@ class DurableExecutor:
         left at ``final`` (``what``: ``state`` or ``delivery``, the fault points' names)."""
         write_frame(frame, pending, fmt)
         reached(f"{what}-written", index)
+        self.fence()
         self.files.delete(final)
         self.files.rename(pending, final)
         reached("state-saved" if what == "state" else "delivered", index)
@@ -233,6 +236,7 @@ class DurableExecutor:
         reached("delivery-written", index)
         if not self.allow_empty:
             self._refuse_empty(pending, final, target.format, named.schema, index)
+        self.fence()  # a run that lost its lock replaces no output
         old = f"{final.rstrip('/')}.replaced-{int(time.time() * 1000)}"
         if self.files.exists(final):
             self.files.rename(final, old)

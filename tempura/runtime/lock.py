@@ -12,8 +12,9 @@ holder's pid no longer runs; on any host, the heartbeat is older than the lease
 :class:`LockHeld`, one line naming the holder. ``tempura run --force-unlock`` removes a lock an
 operator knows to be dead (with a warning: two writers at once can commit a wrong result).
 
-Before a time point commits, :meth:`JobLock.check` makes sure the lock is still this run's (a run
-paused past its lease may have lost it): the manifest is written only by the holder.
+Before anything is put in place — a landed interval, a state, a delivery, the manifest —
+:meth:`JobLock.check` makes sure the lock is still this run's (a run paused past its lease may
+have lost it): only the holder changes what others read.
 """
 
 from __future__ import annotations

@@ -333,7 +333,7 @@ class Runner:
         plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken)
         self.store.save_plan(label, index, plan.to_json())
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.time_points.k, self.output,
-                                   allow_empty=bool(getattr(self.spec, "allow_empty", False)))
+                                   allow_empty=self.spec.allow_empty, fence=self.lock.check)
         run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
@@ -611,6 +611,7 @@ class Runner:
             with self.meter.measure(f"land {name}") as written:
                 write_frame(rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields]), pending)
             reached("landing", index)
+            self.lock.check()  # a run that lost its lock puts nothing in place
             final = self.store.landing_interval(label, name, index)
             self.files.rename(pending, final)
             reached("landed", index)
