@@ -285,10 +285,10 @@ def partition(trial: Trial, index: int) -> Path:
     return trial.output / f"cycle={trial.cycle().label}" / f"time_point={index:03d}"
 
 
-def delivered(spark: SparkSession, trial: Trial, through: int) -> dict[int, list[Row]]:
+def delivered(spark: SparkSession, trial: Trial, through: int) -> dict[int, list[Row] | str]:
     """The delivered result as of each time point up to ``through`` whose delivery exists: the
     sum of the deltas delivered up to it (a row whose multiplicity sums to ``n`` appears ``n``
-    times). Raises ``ValueError`` on a negative sum."""
+    times), or what is wrong with it (a negative sum)."""
     from pyspark.sql import functions as F
 
     from tempura.runtime.files import uri
@@ -303,19 +303,18 @@ def delivered(spark: SparkSession, trial: Trial, through: int) -> dict[int, list
     for row in deltas.select(*[F.col(f"`{c}`") for c in columns], "__m", "time_point").collect():
         values = tuple(row)
         changes.setdefault(int(values[-1]), []).append((values[:-2], int(values[-2])))
-    out: dict[int, list[Row]] = {}
+    out: dict[int, list[Row] | str] = {}
     counts: dict[Row, int] = {}
     for index in range(1, through + 1):
         for values, m in changes.get(index, []):
             counts[values] = counts.get(values, 0) + m
         if index not in present:
             continue
-        rows: list[Row] = []
-        for values, count in counts.items():
-            if count < 0:
-                raise ValueError(f"as of t{index}, row {values!r} has multiplicity {count}")
-            rows.extend([values] * count)
-        out[index] = rows
+        negative = [(values, count) for values, count in counts.items() if count < 0]
+        if negative:
+            out[index] = f"row {negative[0][0]!r} has multiplicity {negative[0][1]}"
+            continue
+        out[index] = [values for values, count in counts.items() for _ in range(count)]
     return out
 
 
@@ -329,10 +328,7 @@ def check(spark: SparkSession, trial: Trial, through: int | None = None,
     store = trial.store()
     last = through or cycle.time_points.k
     verdict = Verdict()
-    try:
-        results = delivered(spark, trial, last)
-    except ValueError as error:
-        return Verdict(wrong={0: str(error)})
+    results = delivered(spark, trial, last)
     cache = expected if expected is not None else {}
     for index in range(1, last + 1):
         try:
@@ -346,7 +342,11 @@ def check(spark: SparkSession, trial: Trial, through: int | None = None,
         key = (trial.scenario.name, index)
         if key not in cache:
             cache[key] = [tuple(r) for r in reference(spark, spec, cycle, index).collect()]
-        outcome = compare_results(cache[key], results[index])
+        found = results[index]
+        if isinstance(found, str):
+            verdict.wrong[index] = found
+            continue
+        outcome = compare_results(cache[key], found)
         if not outcome.equal:
             verdict.wrong[index] = outcome.reason
     return verdict

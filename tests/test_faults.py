@@ -271,3 +271,21 @@ def test_a_stale_pending_folder_is_listed_and_cleaned_by_the_next_run(spark: Any
     assert not pending.exists()
     verdict = faults.check(spark, trial, expected=expected)
     assert verdict.ok, verdict.describe()
+
+
+def test_the_check_finds_a_lost_and_a_wrong_delivery(spark: Any, expected: Expected,
+                                                     committed: tuple[faults.Trial, Path]) -> None:
+    """The harness can fail: a delivery counted twice is wrong from its time point on, and a time
+    point without its delivery is lost."""
+    from pyspark.sql import functions as F
+
+    trial = restored(committed)
+    assert faults.check(spark, trial, through=3, expected=expected).ok
+    first = faults.partition(trial, 1)
+    doubled = trial.folder / "doubled"
+    spark.read.parquet(str(first)).withColumn("__m", F.col("__m") * 2).write.parquet(str(doubled))
+    shutil.rmtree(first)
+    doubled.rename(first)
+    shutil.rmtree(faults.partition(trial, 2))
+    verdict = faults.check(spark, trial, through=3, expected=expected)
+    assert verdict.lost == [2] and sorted(verdict.wrong) == [1, 3], verdict.describe()
