@@ -54,5 +54,8 @@ def test_aggregates_without_mergeable_states_are_maintained(sql: str, rule: str,
     plans = plan_methods(planner, parse_query(sql, SCHEMAS), sql, TimePoints(TIMES, TIMES), Objective.deadline(4), METHODS)
     ivm = plans["ivm"]
     assert ivm.search["tvr_rule_firings"].get(rule, 0) > 0
-    assert "ivm" in ivm.methods and not ivm.notes, ivm.notes  # maintained, not recomputed
+    # maintained, not recomputed: no construct forces a recomputation (a fragment may still run
+    # batch where the model prices its ivm alternative higher, and the notes say so)
+    forced = [n for n in ivm.notes if "estimated to cost more" not in n]
+    assert "ivm" in ivm.methods and not forced, ivm.notes
     assert_methods_match_reference(spark, sql, sources, plans, TIMES)
