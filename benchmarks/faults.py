@@ -433,6 +433,12 @@ def kill_points(rng: random.Random, count: int, methods: dict[str, list[str]], k
     return out
 
 
+def every_kill_point(methods: dict[str, list[str]], index: int = 2) -> list[KillPoint]:
+    """Every phase under every planned method of every scenario, at time point ``index``."""
+    return [KillPoint(name, method, phase, index, 1) for name in sorted(methods) for method in methods[name]
+            for phase in PHASES]
+
+
 def _kill_and_rerun(spark: SparkSession, trial: Trial, point: KillPoint, killed: Exit,
                     expected: dict[tuple[str, int], list[Row]]) -> KillResult:
     rerun = run_in_process(trial.run_args(point.method))
@@ -468,15 +474,16 @@ def _pair(spark: SparkSession, trial: Trial, method: str, waited: bool,
 
 def run(spark: SparkSession, out: Path, workdir: Path, kills: int = 200, pairs: int = 20, seed: int = 0,
         scenarios: Sequence[str] = SCENARIOS, scale: float = SCALE,
-        log: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """The whole benchmark; writes ``faults.json`` into ``out`` and returns the report."""
+        log: Callable[[str], None] = lambda _m: None, matrix: bool = False) -> dict[str, Any]:
+    """The whole benchmark; writes ``faults.json`` into ``out`` and returns the report
+    (``matrix``: every phase under every method of every scenario first, then the random ones)."""
     began = time.monotonic()
     rng = random.Random(seed)
     prepared = {name: prepare(spark, name, workdir, scale) for name in scenarios}
     methods = {name: methods_planned(spark, s) for name, s in prepared.items()}
     log("methods with a plan: " + "; ".join(f"{n}: {', '.join(m)}" for n, m in methods.items()))
     k = min(load_spec(s.spec_path).time_points().k for s in prepared.values())
-    points = kill_points(rng, kills, methods, k)
+    points = (every_kill_point(methods) if matrix else []) + kill_points(rng, kills, methods, k)
     expected: dict[tuple[str, int], list[Row]] = {}
     results: list[KillResult] = []
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -523,8 +523,10 @@ def bench_mqo(repeat: int, out: str, stats_file: str | None, queries: tuple[str,
 @click.option("--scenario", "scenarios", multiple=True, help="Only these scenarios (default: sales_returns, stock_cdc).")
 @click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--workdir", default=".tempura/bench/faults", show_default=True, type=click.Path(file_okay=False))
+@click.option("--matrix", is_flag=True, help="First kill at every phase under every planned method of every scenario (at t2).")
 @user_errors
-def bench_faults(kills: int, pairs: int, seed: int, scale: float, scenarios: tuple[str, ...], out: str, workdir: str) -> None:
+def bench_faults(kills: int, pairs: int, seed: int, scale: float, scenarios: tuple[str, ...], out: str, workdir: str,
+                 matrix: bool) -> None:
     """tempura run killed (kill -9) at random phases and time points, then run again, and pairs of
     runs on one job at once: every delivery checked against the reference; wrong and lost results
     counted."""
@@ -541,8 +543,8 @@ def bench_faults(kills: int, pairs: int, seed: int, scale: float, scenarios: tup
             raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
     console = Console(stderr=True)
     report = faults.run(get_spark(), Path(out), Path(workdir).resolve(), kills, pairs, seed,
-                        scenarios or faults.SCENARIOS, scale, lambda m: console.log(m))
-    table = Table(title=f"bench faults, seed {seed}: {kills} kills, {pairs} pairs ({report['seconds']:.0f} s)")
+                        scenarios or faults.SCENARIOS, scale, lambda m: console.log(m), matrix)
+    table = Table(title=f"bench faults, seed {seed}: {report['summary']['kills']} kills, {pairs} pairs ({report['seconds']:.0f} s)")
     for column in ("phase", "kills", "fired", "wrong", "lost", "rerun failed"):
         table.add_column(column)
     for phase, row in [*report["by_phase"].items(), ("all", report["summary"])]:
