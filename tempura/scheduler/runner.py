@@ -139,6 +139,7 @@ class Runner:
         self._plans: dict[tuple[str, int], MultiTimePlan] = {}
         self._schemas: dict[str, StructType] = {}
         self.skipped = 0  # cycles left out of the last due() for max_catch_up
+        self._considered: dict[str, list[dict[str, Any]]] = {}  # the cycles the last due() looked at
         self.output = None
         if spec.model.output is not None and not simulate:
             out = spec.model.output
@@ -174,6 +175,7 @@ class Runner:
         else:
             first = max(0, last - self.spec.max_catch_up)
         self.skipped = self._incomplete_before(first)
+        self._considered = {}
         out: list[tuple[Cycle, int]] = []
         for n in range(first, last + 1):
             cycle = self.spec.cycle(n)
@@ -184,8 +186,9 @@ class Runner:
                 passed = [i for i, v in enumerate(values, 1) if v <= now]  # type: ignore[operator]
             else:
                 passed = [i for i, v in enumerate(values, 1) if v <= now.date()]  # type: ignore[operator]
-            done = self.store.committed(cycle.label)
-            out.extend((cycle, i) for i in passed if i > done)
+            chain = self.store.chain(cycle.label)
+            self._considered[cycle.label] = chain
+            out.extend((cycle, i) for i in passed if i > len(chain))
         return out
 
     def _incomplete_before(self, first: int) -> int:
@@ -205,7 +208,11 @@ class Runner:
         """Run every time point due by ``now`` (the wall clock) and not committed, then return
         (``since``: catch up on every cycle from the one under way then, past ``max_catch_up``)."""
         with self.lock_held():
-            return [self.run_point(cycle, index) for cycle, index in self.due(now or dt.datetime.now(), since)]
+            due = self.due(now or dt.datetime.now(), since)
+            for label, chain in self._considered.items():  # a run that died after a commit left its clean-up
+                if chain and self.files.exists(self.store.pending(label)):
+                    self._clean_after(label, len(chain), chain[-1])
+            return [self.run_point(cycle, index) for cycle, index in due]
 
     def repair(self, label: str | None = None, first: int | None = None) -> list[PointResult]:
         """Rebuild damaged cycles from the sources, from their last intact time point (or from
@@ -302,6 +309,8 @@ class Runner:
         chain = self.store.chain(label)  # Damage: a gap, or a manifest truncated or altered
         if index <= len(chain):
             committed = chain[index - 1]
+            if index == len(chain):  # a run that died after this commit left its clean-up undone
+                self._clean_after(label, index, committed)
             if not self.history.has_run(label, index):
                 self.history.record_run(committed)
             return PointResult(label, index, value, skipped=True, manifest=committed)
@@ -344,9 +353,7 @@ class Runner:
         self.lock.check()  # only the lock's holder commits
         manifest = self.store.write_manifest(label, index, manifest)
         reached("committed", index)
-        self.files.delete(self.store.pending(label))
-        self.store.drop_states(label, {saved[i].folder for i in alive if i in saved})
-        self._drop_old_checkpoints(label, index)
+        self._clean_after(label, index, manifest)
         reached("cleaned", index)
         self.history.record_run(manifest)
         reached("recorded", index)
@@ -424,6 +431,14 @@ class Runner:
         fresh = [path for path in wanted if path not in before]
         listed = self.store.listing(label, fresh, wanted)
         return {path: before[path] if path in before else listed[path] for path in sorted(wanted)}
+
+    def _clean_after(self, label: str, index: int, manifest: dict[str, Any]) -> None:
+        """After time point ``index`` committed ``manifest`` (its newest): delete the attempt's
+        pending folder, the states no later fragment reads, and the checkpoints superseded.
+        Idempotent, so a run that finds the newest commit's clean-up undone does it."""
+        self.files.delete(self.store.pending(label))
+        self.store.drop_states(label, {str(s["folder"]) for s in manifest.get("states", [])})
+        self._drop_old_checkpoints(label, index)
 
     def _drop_old_checkpoints(self, label: str, index: int) -> None:
         folder = self.store.cycle_dir(label) / "checkpoints"
