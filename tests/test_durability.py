@@ -1,9 +1,9 @@
-"""Committed means verified, on Spark: a time point reads nothing a committed manifest lists
-without checking it first, so a lost or damaged file stops the run with one line naming the
-time point and the file; ``check`` lists the damage and ``repair`` rebuilds from the last intact
-time point, after which every delivery equals ``spark.sql`` on the snapshot. A second writer
-stops, an empty result does not replace a full one, and a run catches up on at most
-``max_catch_up`` past cycles."""
+"""A job's run in process, on Spark: a second writer stops and commits nothing, an empty result
+does not replace a full one unless the spec allows it, and a run catches up on at most
+``max_catch_up`` past cycles (a schedule that starts in 1991 does not replay 13,000 cycles).
+Damage to a job folder (a lost or cut-short state file or manifest) and its repair are tested
+through the command line in ``tests/test_faults.py``; the chain of manifests without Spark in
+``tests/test_lock.py``."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ from scenarios import copy_scenario
 from scenarios.stock_cdc.generate import generate
 from tempura.runtime import compare_results
 from tempura.runtime.lock import JobLock, LockHeld
-from tempura.runtime.store import Damage, JobStore
+from tempura.runtime.store import JobStore
 from tempura.scheduler import load_spec
-from tempura.scheduler.check import check_job
 from tempura.scheduler.reference import reference
 from tempura.scheduler.runner import Runner
 from tempura.scheduler.spec import StandingQuery
@@ -61,63 +60,6 @@ def assert_delivers_the_reference(spark: Any, spec: StandingQuery, index: int) -
     actual = [tuple(r) for r in spark.read.parquet(spec.output_location()).collect()]
     outcome = compare_results(expected, actual)
     assert outcome.equal, f"t{index}: {outcome.reason}"
-
-
-def a_state_file(store: JobStore, label: str) -> Path:
-    manifest = store.manifest(label, 3)
-    assert manifest is not None and manifest["states"], "ivm keeps a state after t3"
-    folder = store.state_path(label, manifest["states"][0]["id"], manifest["states"][0]["produced_at"])
-    return sorted(folder.glob("part-*.parquet"))[0]
-
-
-def repaired(spark: Any, spec: StandingQuery, workdir: Path, store: JobStore, label: str) -> None:
-    """``check`` names damage; ``repair`` rebuilds; then the job is intact and right, and goes on."""
-    report = check_job(store)
-    assert report.damaged, "check finds the damage"
-    results = Runner(spec, spark, workdir, "ivm").repair()
-    assert results and [r.index for r in results][-1] == 3
-    assert not check_job(store).damaged
-    assert_delivers_the_reference(spark, spec, 3)
-    Runner(spec, spark, workdir, "ivm").run_due(AFTER_T4)
-    assert_delivers_the_reference(spark, spec, 4)
-
-
-@pytest.mark.parametrize("damage", ["deleted", "truncated"])
-def test_a_lost_or_truncated_state_file_stops_the_run_and_repair_rebuilds(damage: str, fast_spark: Any, committed: Path,
-                                                                          tmp_path: Path) -> None:
-    spec, workdir, store, label = copy(committed, tmp_path)
-    part = a_state_file(store, label)
-    if damage == "deleted":
-        part.unlink()
-    else:
-        part.write_bytes(part.read_bytes()[:-100])
-    with pytest.raises(Damage) as raised:
-        Runner(spec, fast_spark, workdir, "ivm").run_due(AFTER_T4)
-    message = str(raised.value)
-    assert "\n" not in message and "t3" in message and part.name in message and "t4 cannot run" in message
-    assert store.manifest(label, 4) is None
-    repaired(fast_spark, spec, workdir, store, label)
-
-
-def test_a_missing_manifest_is_damage_and_nothing_it_listed_is_deleted(fast_spark: Any, committed: Path,
-                                                                     tmp_path: Path) -> None:
-    spec, workdir, store, label = copy(committed, tmp_path)
-    before = sorted(str(p.relative_to(store.root)) for p in store.cycle_dir(label).rglob("*") if p.is_file())
-    store.manifest_path(label, 2).unlink()
-    with pytest.raises(Damage, match=r"t002\.json is missing, but t3 is committed"):
-        Runner(spec, fast_spark, workdir, "ivm").run_due(AFTER_T4)
-    after = sorted(str(p.relative_to(store.root)) for p in store.cycle_dir(label).rglob("*") if p.is_file())
-    assert set(before) - set(after) == {str(store.manifest_path(label, 2).relative_to(store.root))}
-    repaired(fast_spark, spec, workdir, store, label)
-
-
-def test_a_truncated_manifest_stops_the_run(fast_spark: Any, committed: Path, tmp_path: Path) -> None:
-    spec, workdir, store, label = copy(committed, tmp_path)
-    path = store.manifest_path(label, 3)
-    path.write_text(path.read_text()[:200])
-    with pytest.raises(Damage, match=r"t3: .*t003\.json is truncated"):
-        Runner(spec, fast_spark, workdir, "ivm").run_due(AFTER_T4)
-    repaired(fast_spark, spec, workdir, store, label)
 
 
 def test_a_second_writer_stops_and_commits_nothing(fast_spark: Any, committed: Path, tmp_path: Path) -> None:
