@@ -363,10 +363,6 @@ def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[
     sys.exit(1 if failures else 0)
 
 
-if __name__ == "__main__":
-    main()
-
-
 @bench.command("join-order")
 @click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
 @click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
@@ -877,3 +873,7 @@ def plan_command(spec: str, fmt: str, method: str, output: str | None, no_rule: 
         click.echo("")
         click.echo("methods (* = this plan):")
         click.echo(alternatives_text(plans, method))
+
+
+if __name__ == "__main__":
+    main()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,9 +119,14 @@ def test_missing_catalog(tmp_path: Path) -> None:
 
 
 def test_every_command_has_help() -> None:
-    for command in (["query"], ["explain"], ["tpch-gen"], ["demo"], ["tpch-check"], ["run"], ["history"], ["bench", "incremental"], ["analyze"], ["bench", "cardinality"], ["bench", "join-order"]):
+    for command in (["query"], ["explain"], ["tpch-gen"], ["demo"], ["tpch-check"], ["run"], ["history"], ["bench", "incremental"], ["analyze"], ["bench", "cardinality"], ["bench", "join-order"], ["check"], ["repair"], ["bench", "faults"]):
         result = CliRunner().invoke(main, [*command, "--help"])
         assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_the_module_runs_every_command() -> None:
+    found = subprocess.run([sys.executable, "-m", "tempura.cli", "repair", "--help"], capture_output=True, text=True)
+    assert found.returncode == 0 and "Usage" in found.stdout, found.stderr
 
 
 @pytest.mark.spark
