@@ -5,7 +5,6 @@ itself; rows whose arrival is NULL are counted and set aside instead of vanishin
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +17,12 @@ from tempura.scheduler.reference import reference
 from tempura.scheduler.runner import Runner
 from tempura.sql.names import quote_identifier
 
+from test_runner_inputs import add_file
+
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
 SCHEDULE = "schedule:\n  start: '2026-01-01T00:00:00'\n  every: 6h\n  points: 2\n  deliver: every\n"
 ROWS = [("a", 1, "2026-01-01 01:00:00"), ("b", 2, "2026-01-01 07:00:00"), ("a", 4, "2026-01-01 08:00:00")]
-
-
-def add_file(spark: Any, folder: Path, name: str, rows: list[tuple[Any, ...]],
-             schema: str = "category string, price int, arrived_at string") -> Path:
-    """``rows`` as the single parquet file ``folder/name``, ``arrived_at`` cast to a timestamp."""
-    frame = spark.createDataFrame(rows, schema)
-    frame = frame.withColumn("arrived_at", frame["arrived_at"].cast("timestamp"))
-    staging = folder.parent / f".staging-{name}"
-    frame.coalesce(1).write.mode("overwrite").parquet(str(staging))
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / name
-    next(staging.glob("part-*.parquet")).replace(target)
-    shutil.rmtree(staging)
-    return target
 
 
 def write_spec(folder: Path, query: str, source: str = "sales") -> Path:
