@@ -101,6 +101,8 @@ def test_a_backtick_in_a_table_name_makes_a_view_name(spark: Any, tmp_path: Path
     cycle = spec.cycle(0)
     assert cycle is not None
     assert sorted(tuple(r) for r in reference(spark, spec, cycle, 2).collect()) == [("a", 5), ("b", 2)]
+    results = Runner(spec, spark, tmp_path / "work", "ivm", simulate=True).run_cycle()  # statistics, plans, views
+    assert sorted(tuple(r) for r in spark.read.parquet(results[-1].delivered).collect()) == [("a", 5), ("b", 2)]
     (tmp_path / "catalog.yaml").write_text("tables:\n  'or`ders':\n    path: data/sales\n")
     Catalog.load(tmp_path / "catalog.yaml").register(spark)
     assert spark.sql(f"SELECT COUNT(*) FROM {quote_identifier('or`ders')}").collect()[0][0] == 3
