@@ -47,7 +47,7 @@ from tempura.runtime.faults import reached
 from tempura.runtime.keys import violations
 from tempura.runtime.lock import JobLock
 from tempura.runtime.metrics import Meter, WorkMetrics
-from tempura.runtime.store import Damage, JobStore
+from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
 from tempura.scheduler.planning import (Prepared, analyze_sources, expected_empty, for_cycle, job_folder, output_mode,
                                         plan_spec, prepare, stale_sources)
@@ -115,8 +115,6 @@ def plan_shape(plan: MultiTimePlan, after: int) -> list[tuple[Any, ...]]:
 
 class Runner:
     """Runs one standing query's time points durably on Spark."""
-
-    _change_checks: WorkMetrics  # what checking the change feeds' landing cost (set by _land, counted by _check_keys)
 
     def __init__(self, spec: StandingQuery, spark: SparkSession, workdir: str | Path = ".tempura", method: str = "auto",
                  simulate: bool = False, progress: Callable[[str, int, int], None] | None = None,
@@ -337,8 +335,9 @@ class Runner:
             if self.progress is not None:
                 self.progress(f"{label} t{index}: {what}", done, steps)
 
-        landed = self._land(cycle, index, previous, tick)
-        broken, checks = self._check_keys(cycle, index, previous)
+        landed, changes = self._land(cycle, index, previous, tick)
+        broken, keys = self._check_keys(cycle, index, previous)
+        checks = keys + changes  # what checking the landing cost
         plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken)
         self.store.save_plan(label, index, plan.to_json())
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.time_points.k, self.output,
@@ -557,9 +556,7 @@ class Runner:
 
     def _check_keys(self, cycle: Cycle, index: int, previous: dict[str, Any] | None) -> tuple[dict[str, str], WorkMetrics]:
         """The key domains broken so far in the cycle: those committed, and under ``integrity:
-        enforced`` those interval ``index``'s landing breaks; and what checking it cost (with the
-        change feeds' checks as they landed)."""
-        changes, self._change_checks = self._change_checks, WorkMetrics()
+        enforced`` those interval ``index``'s landing breaks; and what checking it cost."""
         declared = self.spec.key_rules()
         for rule in declared:
             for source, column in rule.columns:
@@ -571,7 +568,7 @@ class Runner:
         broken: dict[str, str] = dict((previous or {}).get("broken_keys", {}))
         rules = [r for r in declared if r.domain not in broken]
         if self.spec.model.integrity != "enforced" or not rules:
-            return broken, changes
+            return broken, WorkMetrics()
 
         def read(source: str, intervals: Sequence[int]) -> DataFrame:
             folders = [uri(self.store.landing_interval(cycle.label, source, i)) for i in intervals]
@@ -579,7 +576,7 @@ class Runner:
 
         with self.meter.measure("check keys") as cost:
             broken.update(violations(rules, read, index, self.spec.key_reach(cycle)))
-        return broken, cost + changes
+        return broken, cost
 
     def _check_drift(self, previous: dict[str, Any] | None) -> None:
         """Stop the time point before it plans (planning reads the sources) if a file first found
@@ -596,11 +593,12 @@ class Runner:
             check_schema(feed, StructType([f for f in reference.fields if f.name not in (TP, OP)]), found)
 
     def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None,
-              tick: Callable[[str], None]) -> dict[str, Landed]:
+              tick: Callable[[str], None]) -> tuple[dict[str, Landed], WorkMetrics]:
+        """Land every source's interval ``index``; and what checking the change feeds cost."""
         from pyspark.sql import functions as F
 
         out = {}
-        self._change_checks = WorkMetrics()
+        changes = WorkMetrics()
         label = cycle.label
         for name, feed in self.feeds.items():
             seen = set((previous or {}).get("seen_files", {}).get(name, []))
@@ -621,7 +619,7 @@ class Runner:
                 with self.meter.measure(f"check changes of {name}") as checked:
                     check_ops(feed, rows)
                     rows, absent = settle_deletions(feed, rows, landed_before, index)
-                self._change_checks = self._change_checks + checked
+                changes = changes + checked
             pending = self.store.pending(label) / "landing" / name
             with self.meter.measure(f"land {name}") as written:
                 write_frame(rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields]), pending)
@@ -652,7 +650,7 @@ class Runner:
                 self.files.rename(staging, target)
             out[name] = land
             tick(f"landed {name}: {total} rows")
-        return out
+        return out, changes
 
 
 def summary(spec: StandingQuery, result: PointResult) -> dict[str, Any]:
