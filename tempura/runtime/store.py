@@ -35,7 +35,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from tempura.errors import TempuraError
 from tempura.runtime.files import Files
@@ -67,6 +67,19 @@ def inventory(folder: Path) -> dict[str, int]:
                 path = Path(root) / name
                 found[path.relative_to(folder).as_posix()] = path.stat().st_size
     return found
+
+
+def listed_problems(folder: Path, listed: Mapping[str, int], describe: Callable[[str], str]) -> list[str]:
+    """One message per file of ``listed`` (name: size) missing under the local ``folder`` or of
+    another size; ``describe(name)`` names the file in the message."""
+    found = inventory(folder)
+    out = []
+    for name, size in sorted(dict(listed).items()):
+        if name not in found:
+            out.append(f"{describe(name)} is missing")
+        elif found[name] != size:
+            out.append(f"{describe(name)} has {found[name]} bytes, not {size}")
+    return out
 
 
 def parquet_rows(folder: Path) -> int | None:
@@ -214,14 +227,10 @@ class JobStore:
             if not folder.is_dir():
                 problems.append(f"cycle {cycle} t{index}: {folder} ({named}) is missing")
                 continue
-            found = inventory(folder)
-            for name, size in sorted(dict(entry.get("files", {})).items()):
-                if name not in found:
-                    problems.append(f"cycle {cycle} t{index}: {folder / name} ({named}) is missing")
-                elif found[name] != size:
-                    problems.append(f"cycle {cycle} t{index}: {folder / name} ({named}) has {found[name]} bytes, "
-                                    f"not {size}")
-            if deep and not problems and entry.get("rows") is not None and path.startswith(("states/", "landing/")):
+            damaged = listed_problems(folder, entry.get("files", {}),
+                                      lambda name: f"cycle {cycle} t{index}: {folder / name} ({named})")
+            problems += damaged
+            if deep and not damaged and entry.get("rows") is not None and path.startswith(("states/", "landing/")):
                 try:
                     rows = parquet_rows(folder)
                 except Exception as error:  # a footer that does not parse: the file is damaged

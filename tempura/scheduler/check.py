@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from tempura.runtime.lock import LEASE, read_holder, stale
 from tempura.runtime.lock import NAME as LOCK_NAME
-from tempura.runtime.store import Damage, JobStore, inventory
+from tempura.runtime.store import Damage, JobStore, inventory, listed_problems
 
 
 @dataclass
@@ -98,14 +98,7 @@ def _delivery_problems(label: str, manifest: Mapping[str, Any]) -> list[str]:
     where = f"cycle {label} t{manifest.get('index')}: the delivery {folder}"
     if not folder.is_dir():
         return [f"{where} is missing"]
-    found = inventory(folder)
-    out = []
-    for name, size in sorted(dict(delivery.get("files", {})).items()):
-        if name not in found:
-            out.append(f"{where}: {name} is missing")
-        elif found[name] != size:
-            out.append(f"{where}: {name} has {found[name]} bytes, not {size}")
-    return out
+    return listed_problems(folder, delivery.get("files", {}), lambda name: f"{where}: {name}")
 
 
 def last_intact(store: JobStore, label: str) -> int:
