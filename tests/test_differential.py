@@ -5,7 +5,6 @@ with duplicates, hidden sort keys, VALUES, other dialects."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import yaml

@@ -25,7 +25,6 @@ from tempura.algebra import (
     Scan,
     ScanColumn,
     Union,
-    col,
 )
 from tempura.stats import ColumnStats, Estimator, Histogram, HistogramBin, TableStats
 from tempura.stats.relation import cardenas

@@ -7,6 +7,7 @@ from tempura.algebra.expressions import by_sql, col, column_name, columns_in, co
 from tempura.algebra.operators import (
     Aggregate,
     AggregateCall,
+    aggregate_parts,
     Distinct,
     Except,
     Filter,
@@ -15,6 +16,7 @@ from tempura.algebra.operators import (
     JoinKind,
     Limit,
     LogicalPlan,
+    format_plan,
     Project,
     Projection,
     Query,
@@ -27,7 +29,6 @@ from tempura.algebra.operators import (
     Union,
     Values,
 )
-from tempura.algebra.printer import format_plan
 from tempura.algebra.schema import UNKNOWN_TYPE, Field, Schema
 from tempura.algebra.validate import InvalidPlan, validate_plan
 
@@ -63,6 +64,7 @@ __all__ = [
     "by_sql",
     "conjoin",
     "conjuncts",
+    "aggregate_parts",
     "format_plan",
     "substitute",
     "validate_plan",

@@ -1,4 +1,5 @@
-"""Logical operators: immutable, hashable plan values that know their output schema.
+"""Logical operators: immutable, hashable plan values that know their output schema, and
+:func:`format_plan`, which prints a plan as an indented tree.
 
 A plan is a tree of these frozen dataclasses. Rewrites build new values (``with_inputs``);
 nothing is patched in place. Scalar expressions are sqlglot expressions whose column references
@@ -23,7 +24,7 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 from sqlglot import exp
 
@@ -101,9 +102,29 @@ class LogicalPlan:
         return cached
 
     def __str__(self) -> str:
-        from tempura.algebra.printer import format_plan
-
         return format_plan(self)
+
+
+Annotate = Callable[[LogicalPlan], str]
+
+
+def format_plan(plan: LogicalPlan, annotate: Annotate | None = None, indent: str = "  ") -> str:
+    """The plan as an indented tree. ``annotate`` may add text (estimates, costs) to each line."""
+    lines: list[str] = []
+
+    def visit(node: LogicalPlan, depth: int) -> None:
+        details = node.details()
+        line = f"{indent * depth}{node.operator}{' ' + details if details else ''}"
+        if annotate is not None:
+            extra = annotate(node)
+            if extra:
+                line = f"{line}  {extra}"
+        lines.append(line)
+        for child in node.inputs:
+            visit(child, depth + 1)
+
+    visit(plan, 0)
+    return "\n".join(lines)
 
 
 class Unary(LogicalPlan):
@@ -420,3 +441,12 @@ class Query:
 
     def __str__(self) -> str:
         return str(self.plan)
+
+
+def aggregate_parts(plan: LogicalPlan) -> tuple[tuple[str, ...], tuple[AggregateCall, ...]]:
+    """The grouping keys and calls of an ``Aggregate``, or of a ``Distinct`` (all its columns
+    are keys, no call)."""
+    if isinstance(plan, Aggregate):
+        return plan.keys, plan.calls
+    assert isinstance(plan, Distinct), plan
+    return tuple(plan.schema.names), ()

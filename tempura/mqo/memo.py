@@ -29,7 +29,7 @@ from typing import Hashable, cast
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import Alternative, Memo, Search
 from tempura.memo.properties import NO_PROPS, Props
-from tempura.mqo.instance import Candidate, Instance, Op, Pruned, keep_times, prune
+from tempura.mqo.instance import Candidate, Instance, Op, Pruned, keep_times
 from tempura.mqo.select import Selection
 from tempura.rules.physical.tvr import LOAD, TimedImplementer
 

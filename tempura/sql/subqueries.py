@@ -24,7 +24,6 @@ Constructs outside these shapes raise :class:`UnsupportedQuery` with their posit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
@@ -42,7 +41,8 @@ from tempura.algebra import (
     conjoin,
     conjuncts,
 )
-from tempura.sql.binder import (
+from tempura.sql.scope import (
+    BlockBinder,
     Rewrite,
     Scope,
     aggregates_in,
@@ -53,9 +53,6 @@ from tempura.sql.binder import (
     unwrap_query,
 )
 from tempura.sql.parse import unsupported
-
-if TYPE_CHECKING:
-    from tempura.sql.binder import Binder
 
 _EMPTY_IS_ZERO = (exp.Count, exp.CountIf, exp.ApproxDistinct)
 _EMPTY_IS_ARRAY = (exp.ArrayAgg, exp.ArrayUniqueAgg)
@@ -109,9 +106,9 @@ def _is_plain_select(query: exp.Expr) -> bool:
 
 
 class SubqueryPlanner:
-    """Turns subqueries of one query block into joins; works for a :class:`Binder`."""
+    """Turns subqueries of one query block into joins; works for a binder (:class:`~tempura.sql.scope.BlockBinder`)."""
 
-    def __init__(self, binder: Binder) -> None:
+    def __init__(self, binder: BlockBinder) -> None:
         self.binder = binder
 
     def _unsupported(self, what: str, node: exp.Expr) -> Exception:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from tempura.algebra import AggregateCall, Field, Schema, col
+from tempura.algebra import AggregateCall, Field, LogicalPlan, Schema, aggregate_parts, col
 from tempura.tvr.zset import MULT
 
 ROWS = "__rows"
@@ -155,3 +155,10 @@ def rows_column(signed: bool) -> exp.Expr:
 def row_count() -> exp.Expr:
     """One Z-set row's contribution to :data:`ROWS`: its multiplicity."""
     return exp.cast(col(MULT), "bigint")
+
+
+def has_partial_states(plan: LogicalPlan) -> bool:
+    """Whether every call of the aggregate (or ``Distinct``) has partial-state columns: no
+    ``DISTINCT`` call, no ``FILTER``, only the functions this module knows."""
+    _, calls = aggregate_parts(plan)
+    return all(has_partial_state(c) for c in calls)

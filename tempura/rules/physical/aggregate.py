@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tempura.algebra import Aggregate, AggregateCall, Distinct, LogicalPlan, Schema
+from tempura.algebra import Aggregate, AggregateCall, LogicalPlan, Schema, aggregate_parts
 from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.memo import Alternative, Group, GroupRef, Memo
@@ -55,13 +55,6 @@ class PartialAggregate(LogicalPlan):
         rows = costs.partial_rows(source, final_rows) if self.keys else float(costs.k.partitions)
         # as wide as its own columns, the keys and the partial results: what the exchange moves
         return RelStats(rows, row_size(self.schema, source.columns), source.columns, source.fds, source.notes)
-
-
-def aggregate_parts(plan: LogicalPlan) -> tuple[tuple[str, ...], tuple[AggregateCall, ...]]:
-    if isinstance(plan, Aggregate):
-        return plan.keys, plan.calls
-    assert isinstance(plan, Distinct)
-    return tuple(plan.schema.names), ()
 
 
 def implement_aggregate(memo: Memo, costs: SparkCosts, group: Group, plan: LogicalPlan, required: Props) -> list[Alternative]:

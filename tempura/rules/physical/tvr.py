@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from tempura.algebra import LogicalPlan, Repeat, Values
-from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import Alternative, Group, GroupRef, Memo

@@ -20,20 +20,15 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tempura.algebra import Aggregate, AggregateCall, Distinct, Field, Join, JoinKind, LogicalPlan, Project, Projection, Union, col
+from tempura.algebra import (Aggregate, AggregateCall, Distinct, Field, Join, JoinKind, LogicalPlan, Project, Projection, Union,
+                             aggregate_parts, col)
 from tempura.algebra.expressions import conjoin
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
 from tempura.tvr.forms import Form, FormKind, PartialSnapshot
 from tempura.tvr.operators import Consolidate, Finalize, StateAggregate, StateMerge, StateRows, ToDelta
-from tempura.tvr.partials import has_partial_state, mergeable
+from tempura.tvr.partials import has_partial_states, mergeable
 from tempura.tvr.zset import MULT_FIELD
-
-
-def aggregate_parts(expr: Aggregate | Distinct) -> tuple[tuple[str, ...], tuple[AggregateCall, ...]]:
-    if isinstance(expr, Aggregate):
-        return expr.keys, expr.calls
-    return tuple(expr.schema.names), ()
 
 
 def has_value_deltas(x: Expansion, expr: Aggregate | Distinct) -> bool:
@@ -45,13 +40,6 @@ def _mergeable(x: Expansion, expr: Aggregate | Distinct) -> bool:
     _, calls = aggregate_parts(expr)
     insert_only = x.unit_delta(x.child(expr.input))
     return all(mergeable(c, insert_only) for c in calls)
-
-
-def has_partial_states(expr: Aggregate | Distinct) -> bool:
-    """Whether every call of the aggregate has partial-state columns (no ``DISTINCT`` call, no
-    ``FILTER``, only the functions of :mod:`tempura.tvr.partials`)."""
-    _, calls = aggregate_parts(expr)
-    return all(has_partial_state(c) for c in calls)
 
 
 class PartialSnapshotRule(TvrRule):

@@ -37,6 +37,7 @@ from tempura.algebra import Aggregate, Distinct, LogicalPlan, Scan
 from tempura.memo import GroupRef, Memo, TvrMetaSet
 from tempura.tvr.forms import Delta, Form, FormKind, PartialSnapshot, Snapshot, ValueDelta
 from tempura.tvr.operators import SourceRead, TvrOperator, lower_plan
+from tempura.tvr.partials import has_partial_states
 
 if TYPE_CHECKING:
     from tempura.rules.tvr import TvrRule
@@ -208,7 +209,6 @@ class Expansion:
         one with partial states if there is one. Template rewrites come after the written
         aggregate, and are made to be maintained: a ``COUNT(DISTINCT)`` split in two levels has
         partial states, an aggregate below an outer join has cheaper deltas."""
-        from tempura.rules.tvr.aggregate import has_partial_states
 
         found = [e for e in self.template_exprs(group) if isinstance(e, (Aggregate, Distinct))]
         return next((e for e in reversed(found) if has_partial_states(e)), found[0] if found else None)

@@ -16,8 +16,8 @@ Right outer joins split the mirror way and full outer joins into ``QP`` and both
 
 from __future__ import annotations
 
-from tempura.algebra import Aggregate, Distinct, Filter, Join, JoinKind, LogicalPlan, Project, Union
-from tempura.rules.tvr.aggregate import aggregate_parts, has_partial_states
+from tempura.algebra import Aggregate, Distinct, Filter, Join, JoinKind, LogicalPlan, Project, Union, aggregate_parts
+from tempura.tvr.partials import has_partial_states
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
 from tempura.rules.tvr.generating import _padded
