@@ -41,10 +41,9 @@ from tempura.runtime import compare_results
 from tempura.runtime.faults import PHASES, VARIABLE
 from tempura.runtime.lock import NAME as LOCK_NAME
 from tempura.runtime.store import JobStore
-from tempura.scheduler import load_spec
-from tempura.scheduler.planning import analyze_sources, job_folder, stale_sources
 from tempura.scheduler.reference import reference
-from tempura.scheduler.spec import Cycle, StandingQuery
+from tempura.scheduler.spec import Cycle, Spec
+from tempura.standing import StandingQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -94,10 +93,9 @@ def prepare(spark: SparkSession, name: str, root: Path, scale: float = SCALE) ->
 
     root = root.resolve()  # the subprocesses run in the project's folder
     spec_path = prepared_scenario(spark, name, root, scale)
-    spec = load_spec(spec_path)
-    stats_root = job_folder(root / ".stats" / name, spec)
-    analyze_sources(spark, spec, stats_root, stale_sources(spec, stats_root, spark))
-    return Scenario(name, spec_path.parent, stats_root / "stats")
+    query = StandingQuery(spec_path, root / ".stats" / name, spark)
+    query.analyze()
+    return Scenario(name, spec_path.parent, query.job_folder() / "stats")
 
 
 @dataclass(frozen=True)
@@ -124,8 +122,8 @@ class Trial:
     def output(self) -> Path:
         return self.folder / "out"
 
-    def spec(self) -> StandingQuery:
-        return load_spec(self.spec_path)
+    def spec(self) -> Spec:
+        return StandingQuery(self.spec_path, self.workdir).spec
 
     def cycle(self) -> Cycle:
         cycle = self.spec().cycle(0)
@@ -134,7 +132,7 @@ class Trial:
 
     @property
     def job(self) -> Path:
-        return job_folder(self.workdir, self.spec())
+        return StandingQuery(self.spec_path, self.workdir).job_folder()
 
     @property
     def lock(self) -> Path:
@@ -353,20 +351,11 @@ def check(spark: SparkSession, trial: Trial, through: int | None = None,
 
 
 def methods_planned(spark: SparkSession, scenario: Scenario, methods: Sequence[str] = METHODS) -> list[str]:
-    """The methods that have a plan for the scenario's query."""
-    from tempura.scheduler.runner import Runner
-
+    """The methods that have a plan for the scenario's query (as its trials deliver)."""
     trial = new_trial(scenario, "probe")
     try:
-        spec = trial.spec()
-        out = []
-        for method in methods:
-            try:
-                Runner(spec, spark, trial.workdir, method).plan(trial.cycle(), 1, {}, None)
-            except TempuraError:
-                continue
-            out.append(method)
-        return out
+        planned = StandingQuery(trial.spec_path, trial.workdir, spark).plan("auto").alternatives
+        return [method for method in methods if method in planned]
     finally:
         trial.remove()
 
@@ -482,7 +471,7 @@ def run(spark: SparkSession, out: Path, workdir: Path, kills: int = 200, pairs: 
     prepared = {name: prepare(spark, name, workdir, scale) for name in scenarios}
     methods = {name: methods_planned(spark, s) for name, s in prepared.items()}
     log("methods with a plan: " + "; ".join(f"{n}: {', '.join(m)}" for n, m in methods.items()))
-    k = min(load_spec(s.spec_path).time_points().k for s in prepared.values())
+    k = min(StandingQuery(s.spec_path).spec.time_points().k for s in prepared.values())
     points = (every_kill_point(methods) if matrix else []) + kill_points(rng, kills, methods, k)
     expected: dict[tuple[str, int], list[Row]] = {}
     results: list[KillResult] = []

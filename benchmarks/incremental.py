@@ -42,10 +42,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from tempura.runtime import compare_results
-from tempura.scheduler import load_spec
 from tempura.scheduler.reference import reference
-from tempura.scheduler.simulation import simulate
-from tempura.scheduler.spec import StandingQuery
+from tempura.scheduler.spec import Spec
+from tempura.standing import StandingQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -108,8 +107,8 @@ class Contender:
         }
 
 
-def _tempura(spark: SparkSession, spec: StandingQuery, method: str, workdir: Path, contender: Contender) -> Attempt:
-    run = simulate(spark, spec, method, workdir)
+def _tempura(spark: SparkSession, spec: Spec, method: str, workdir: Path, contender: Contender) -> Attempt:
+    run = StandingQuery(spec, workdir, spark).simulate(method, check=True)
     contender.uses = run.uses
     contender.plans.add(run.plan_digest)
     contender.last_plans.add(run.last_digest)
@@ -117,7 +116,7 @@ def _tempura(spark: SparkSession, spec: StandingQuery, method: str, workdir: Pat
     return Attempt([p.cpu_seconds for p in run.points], [p.wall_seconds for p in run.points], not wrong, "; ".join(wrong))
 
 
-def _native(spark: SparkSession, spec: StandingQuery, workdir: Path) -> Attempt:
+def _native(spark: SparkSession, spec: Spec, workdir: Path) -> Attempt:
     from benchmarks.native_streaming import NativeStreaming
 
     native = NativeStreaming(spark, spec, workdir / "native" / spec.name)
@@ -151,7 +150,7 @@ def settle(spark: SparkSession) -> None:
     spark.sparkContext._jvm.System.gc()  # type: ignore[union-attr]
 
 
-def run_scenario(spark: SparkSession, spec: StandingQuery, workdir: Path, repeat: int,
+def run_scenario(spark: SparkSession, spec: Spec, workdir: Path, repeat: int,
                  contenders: Sequence[str] = CONTENDERS, log: Callable[[str], None] = print,
                  warmup: bool = True) -> dict[str, Contender]:
     """Every contender on ``spec``: a warm-up cycle each (unless ``warmup`` is off; a wrong result
@@ -250,7 +249,7 @@ def run(spark: SparkSession, out: Path, workdir: Path, scale: float, repeat: int
     results: dict[str, Any] = {}
     for name in scenarios:
         log(f"{name}: data at scale {scale:g}")
-        spec = load_spec(prepared_scenario(spark, name, workdir / "scenarios", scale))
+        spec = StandingQuery(prepared_scenario(spark, name, workdir / "scenarios", scale), workdir, spark).spec
         weights = spec.weights()
         found = run_scenario(spark, spec, workdir, repeat, contenders, log)
         results[name] = {

@@ -53,7 +53,7 @@ from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import FILE, Feed, interval_rows, read_source
 from tempura.runtime.metrics import Meter, WorkMetrics, caught_up, stage_metrics
 from tempura.scheduler.runner import feeds
-from tempura.scheduler.spec import Cycle, StandingQuery
+from tempura.scheduler.spec import Cycle, Spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -114,7 +114,7 @@ class NativeStreaming:
     """The standing query ``spec`` as one Structured Streaming query over ``workdir``, run one
     time point of cycle 0 at a time (``run_point(1)``, ``run_point(2)``, ...)."""
 
-    def __init__(self, spark: SparkSession, spec: StandingQuery, workdir: Path) -> None:
+    def __init__(self, spark: SparkSession, spec: Spec, workdir: Path) -> None:
         self.spec = spec
         self.workdir = Path(workdir)
         cycle = spec.cycle(0)
@@ -344,7 +344,7 @@ def _own_session(spark: SparkSession) -> SparkSession:
     return session
 
 
-def _spark_sql(spec: StandingQuery) -> str:
+def _spark_sql(spec: Spec) -> str:
     """The query in Spark's dialect."""
     if spec.dialect == "spark":
         return spec.sql

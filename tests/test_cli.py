@@ -169,7 +169,7 @@ def test_tpch_check_runs_selected_queries(spark: object, tpch_catalog: Path, tmp
 
 
 def test_the_demo_names_the_methods_whose_plan_is_autos_very_plan() -> None:
-    from tempura.demo import same_plans
+    from benchmarks.demo import same_plans
     from tempura.scheduler.simulation import MethodRun
 
     def run(method: str, digest: str) -> MethodRun:

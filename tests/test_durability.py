@@ -22,7 +22,7 @@ from tempura.runtime.store import JobStore
 from tempura.scheduler import load_spec
 from tempura.scheduler.reference import reference
 from tempura.scheduler.runner import Runner
-from tempura.scheduler.spec import StandingQuery
+from tempura.scheduler.spec import Spec
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
@@ -43,7 +43,7 @@ def committed(fast_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path
     return root
 
 
-def copy(committed: Path, tmp_path: Path) -> tuple[StandingQuery, Path, JobStore, str]:
+def copy(committed: Path, tmp_path: Path) -> tuple[Spec, Path, JobStore, str]:
     """A fresh copy of the committed job (spec, data, output and workdir)."""
     shutil.copytree(committed, tmp_path / "job")
     spec = load_spec(tmp_path / "job" / "stock_cdc" / "spec.yaml")
@@ -53,7 +53,7 @@ def copy(committed: Path, tmp_path: Path) -> tuple[StandingQuery, Path, JobStore
     return spec, tmp_path / "job" / "work", store, cycle.label
 
 
-def assert_delivers_the_reference(spark: Any, spec: StandingQuery, index: int) -> None:
+def assert_delivers_the_reference(spark: Any, spec: Spec, index: int) -> None:
     cycle = spec.cycle(0)
     assert cycle is not None
     expected = [tuple(r) for r in reference(spark, spec, cycle, index).collect()]

@@ -14,7 +14,7 @@ from scenarios import copy_scenario
 from scenarios.sales_returns.generate import generate
 from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
-from tempura.scheduler.spec import StandingQuery
+from tempura.scheduler.spec import Spec
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
@@ -46,13 +46,13 @@ def scenario(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return spec
 
 
-def write_spec(scenario: Path, name: str, query: str, points: int = 4, every: str = "6h", changes: str = "") -> StandingQuery:
+def write_spec(scenario: Path, name: str, query: str, points: int = 4, every: str = "6h", changes: str = "") -> Spec:
     path = scenario.parent / f"{name}.yaml"
     path.write_text(SPEC.format(name=name, query=query, points=points, every=every, changes=changes))
     return load_spec(path)
 
 
-def reference(spark: Any, spec: StandingQuery, index: int) -> list[tuple[Any, ...]]:
+def reference(spark: Any, spec: Spec, index: int) -> list[tuple[Any, ...]]:
     """``spark.sql(query)`` over the sources' rows arrived by ``t_index`` (static tables whole)."""
     cycle = spec.cycle(0)
     assert cycle is not None

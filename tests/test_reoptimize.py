@@ -55,7 +55,7 @@ from tempura.runtime.durable import SavedState
 from tempura.scheduler import load_spec
 from tempura.scheduler.history import History
 from tempura.scheduler.runner import PointResult, Runner, plan_shape
-from tempura.scheduler.spec import Cycle, StandingQuery
+from tempura.scheduler.spec import Cycle, Spec
 from tempura.tvr.plan import MultiTimePlan
 
 pytestmark = pytest.mark.spark
@@ -94,7 +94,7 @@ def objective(weights: tuple[float, ...], costs: list[float]) -> float:
 
 @dataclass
 class Experiment:
-    spec: StandingQuery  # the declared (10x off) spec
+    spec: Spec  # the declared (10x off) spec
     true_rows: list[int]
     declared_rows: list[int]
     true_plan: MultiTimePlan  # the truth spec's plan at t_1
@@ -126,7 +126,7 @@ class Experiment:
         return objective(self.weights, self.costs_under_truth)
 
 
-def interval_counts(spark: Any, spec: StandingQuery) -> list[int]:
+def interval_counts(spark: Any, spec: Spec) -> list[int]:
     """Rows per interval ``(t_{i-1}, t_i]`` of the cycle, counted from the data's arrival column."""
     from pyspark.sql import functions as F
 
@@ -140,14 +140,14 @@ def interval_counts(spark: Any, spec: StandingQuery) -> list[int]:
     return [int(v) for v in row]
 
 
-def write_spec(folder: Path, file: str, rows: list[int] | None) -> StandingQuery:
+def write_spec(folder: Path, file: str, rows: list[int] | None) -> Spec:
     """The job's spec, declaring ``rows`` per interval (or no expected arrival)."""
     path = folder / file
     path.write_text(SPEC.format(query=QUERY, expected=f"\n    expected: {{rows: {rows}}}" if rows else ""))
     return load_spec(path)
 
 
-def reference(spark: Any, spec: StandingQuery, cycle: Cycle, index: int) -> list[Row]:
+def reference(spark: Any, spec: Spec, cycle: Cycle, index: int) -> list[Row]:
     """``spark.sql(query)`` over the raw source as of ``t_index`` (independent of the runtime)."""
     end = cycle.time_points.value(index)
     frame = spark.read.parquet(spec.location("sales"))

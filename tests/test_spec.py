@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tempura.cost.model import CostConstants
-from tempura.scheduler import SpecError, StandingQuery, load_spec
+from tempura.scheduler import SpecError, Spec, load_spec
 from tempura.tvr.bounds import Interval
 
 INLINE_QUERY = "query: |\n  SELECT category, SUM(price) AS gross FROM sales GROUP BY category\n"
@@ -40,7 +40,7 @@ def write(folder: Path, text: str, name: str = "spec.yaml") -> Path:
     return path
 
 
-def load(tmp_path: Path, text: str) -> StandingQuery:
+def load(tmp_path: Path, text: str) -> Spec:
     return load_spec(write(tmp_path, text))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tempura.catalog import Catalog, CatalogError
-from tempura.scheduler import SpecError, StandingQuery, load_spec
+from tempura.scheduler import SpecError, load_spec
 from tempura.scheduler import spec as spec_module
 from tempura.scheduler.spec import MAX_TIME_POINTS, cycle_index_at, cycle_values
 

@@ -1,6 +1,6 @@
 """From a spec to multi-time-point plans: catalog, statistics, arrival model and planner.
 
-:func:`prepare` binds a :class:`~tempura.scheduler.spec.StandingQuery` to everything the planner
+:func:`prepare` binds a :class:`~tempura.scheduler.spec.Spec` to everything the planner
 needs — the sources as catalog tables (a change-data source shows the query its data columns
 only: its op and arrival columns are change metadata), the statistics ``tempura analyze`` stored
 (or defaults from file sizes), and the arrival model: what the spec declares per source
@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from tempura.algebra import Query
 from tempura.catalog import Catalog
@@ -26,7 +26,7 @@ from tempura.cost.vector import Objective
 from tempura.incremental import AUTO_MARGIN, Arrival, IncrementalPlanner, Resume, plan_methods
 from tempura.mqo import BudgetError, MqoOptions
 from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
-from tempura.scheduler.spec import Cycle, StandingQuery
+from tempura.scheduler.spec import Cycle, Spec
 from tempura.sql import parse_query
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 from tempura.tvr.arrival import ArrivalModel, SourceArrival, measure
@@ -45,7 +45,7 @@ DEFAULT_WORKDIR = ".tempura"
 class Prepared:
     """A spec bound to its catalog, bound query, statistics and arrival model."""
 
-    spec: StandingQuery
+    spec: Spec
     catalog: Catalog
     query: Query
     estimator: Estimator
@@ -65,7 +65,7 @@ class Prepared:
                                   constants if constants is not None else self.spec.cost_constants)
 
 
-def expected_empty(spec: StandingQuery, landed: int = 0) -> dict[str, set[int]]:
+def expected_empty(spec: Spec, landed: int = 0) -> dict[str, set[int]]:
     """The intervals after the first ``landed`` that a source's declared ``expected`` arrival
     says land no rows (``expected: [1, 0, 0, 0]``: a reference table found at ``t_1``)."""
     out = {}
@@ -77,7 +77,7 @@ def expected_empty(spec: StandingQuery, landed: int = 0) -> dict[str, set[int]]:
     return out
 
 
-def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
+def arrival_bounds(spec: Spec, cycle: Cycle | None = None,
                    empty: Mapping[str, Iterable[int]] | None = None, broken: Iterable[str] = (),
                    landed: int = 0) -> ArrivalBounds:
     """What the landing guarantees of each source's reads in ``cycle`` (the first by default):
@@ -106,7 +106,7 @@ def arrival_bounds(spec: StandingQuery, cycle: Cycle | None = None,
     return ArrivalBounds(out, empty, keys, expected_empty(spec, landed), reach)
 
 
-def output_mode(spec: StandingQuery) -> str:
+def output_mode(spec: Spec) -> str:
     """What each delivery is: the spec's ``output.mode``, else ``snapshot``."""
     return spec.model.output.mode if spec.model.output is not None else "snapshot"
 
@@ -135,7 +135,7 @@ def for_cycle(base: Prepared, cycle: Cycle, counts: Mapping[str, Sequence[tuple[
     return prepared, reasons
 
 
-def hidden_columns(spec: StandingQuery, table: str) -> set[str]:
+def hidden_columns(spec: Spec, table: str) -> set[str]:
     """Columns of ``table`` the query does not see: a CDC source's op and arrival columns."""
     source = spec.sources[table]
     if source.changes is None or source.arrival.column is None:
@@ -143,7 +143,7 @@ def hidden_columns(spec: StandingQuery, table: str) -> set[str]:
     return {source.changes.op_column.lower(), source.arrival.column.lower()}
 
 
-def job_folder(workdir: str | Path, spec: StandingQuery, simulate_method: str | None = None) -> Path:
+def job_folder(workdir: str | Path, spec: Spec, simulate_method: str | None = None) -> Path:
     """Where a job keeps its statistics, cycles and history; a simulation of one method keeps its
     cycles and history apart (the statistics of the sources are the job's)."""
     from tempura.runtime.store import SIMULATIONS
@@ -152,7 +152,7 @@ def job_folder(workdir: str | Path, spec: StandingQuery, simulate_method: str | 
     return root / f"{SIMULATIONS}{simulate_method}" if simulate_method else root
 
 
-def stale_sources(spec: StandingQuery, stats_root: Path, spark: SparkSession | None = None) -> list[str]:
+def stale_sources(spec: Spec, stats_root: Path, spark: SparkSession | None = None) -> list[str]:
     """The sources of ``spec`` whose files have no statistics under ``stats_root``, or changed
     since they were collected (a source that cannot be listed counts as stale when it has none)."""
     from tempura.stats.store import file_state
@@ -167,7 +167,7 @@ def stale_sources(spec: StandingQuery, stats_root: Path, spark: SparkSession | N
     return stale
 
 
-def analyze_sources(spark: SparkSession, spec: StandingQuery, stats_root: Path, stale: list[str]) -> None:
+def analyze_sources(spark: SparkSession, spec: Spec, stats_root: Path, stale: list[str]) -> None:
     """Collect statistics of the ``stale`` sources into ``stats_root``."""
     from tempura.stats.collect import analyze_tables
 
@@ -175,12 +175,35 @@ def analyze_sources(spark: SparkSession, spec: StandingQuery, stats_root: Path, 
         analyze_tables(spark, spec.catalog(), stale, StatsStore(stats_root))
 
 
-def needs_spark(spec: StandingQuery) -> bool:
+def prepare_job(spec: Spec, stats_root: Path, spark: SparkSession | None = None,
+                start_spark: Callable[[], SparkSession] | None = None,
+                progress: Callable[[str, int, int], None] | None = None) -> Prepared:
+    """``spec`` bound for planning, as its job plans it: with the statistics stored under
+    ``stats_root``, collected first through Spark for a source whose files have none there, or
+    changed since. Without ``spark``, a session is started (``start_spark``) only when planning
+    must read data: a source without a declared schema or arrival, or statistics to collect
+    (of the sources listable without Spark)."""
+    from tempura.stats.store import file_state
+
+    stale = stale_sources(spec, stats_root, spark)
+    if spark is None:
+        readable = {name for name, table in spec.catalog().tables.items() if file_state(table) is not None}
+        stale = [name for name in stale if name in readable]
+        if (stale or needs_spark(spec)) and start_spark is not None:
+            spark = start_spark()
+    if stale and spark is not None:
+        if progress is not None:
+            progress(f"statistics of {', '.join(stale)}", 0, 1)
+        analyze_sources(spark, spec, stats_root, stale)
+    return prepare(spec, spark, stats_root)
+
+
+def needs_spark(spec: Spec) -> bool:
     """Whether planning must read the data: a source without a declared schema or arrival."""
     return any(s.schema_ is None or s.expected is None for s in spec.sources.values())
 
 
-def prepare(spec: StandingQuery, spark: SparkSession | None = None, workdir: str | Path = DEFAULT_WORKDIR) -> Prepared:
+def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Path = DEFAULT_WORKDIR) -> Prepared:
     """Everything the planner needs for ``spec``; ``spark`` reads schemas and measures arrival
     where the spec does not declare them."""
     catalog = spec.catalog()
@@ -196,7 +219,7 @@ def prepare(spec: StandingQuery, spark: SparkSession | None = None, workdir: str
     return Prepared(spec, catalog, query, Estimator(stats), arrival, notes)
 
 
-def arrival_model(spec: StandingQuery, spark: SparkSession | None) -> tuple[ArrivalModel, list[str]]:
+def arrival_model(spec: Spec, spark: SparkSession | None) -> tuple[ArrivalModel, list[str]]:
     """The spec's declared arrival, completed by measuring the data (or an even spread)."""
     model = spec.expected_arrival()
     time_points = spec.time_points()
@@ -225,7 +248,7 @@ def arrival_model(spec: StandingQuery, spark: SparkSession | None) -> tuple[Arri
     return model, notes
 
 
-def source_data(spec: StandingQuery, spark: SparkSession) -> dict[str, SourceData]:
+def source_data(spec: Spec, spark: SparkSession) -> dict[str, SourceData]:
     """Every source's rows with its arrival and change columns, for the executor."""
     from tempura.runtime.sources import SourceData
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tempura.runtime.sources import SourceData, register_snapshots
-from tempura.scheduler.spec import Cycle, StandingQuery
+from tempura.scheduler.spec import Cycle, Spec
 from tempura.sql.names import quote_identifier
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 _ALWAYS = "__present"
 
 
-def as_of(spark: SparkSession, spec: StandingQuery, cycle: Cycle, index: int) -> dict[str, SourceData]:
+def as_of(spark: SparkSession, spec: Spec, cycle: Cycle, index: int) -> dict[str, SourceData]:
     """Every source of ``spec`` with the rows of ``cycle`` up to ``t_index``, as ``SourceData``."""
     from pyspark.sql import functions as F
 
@@ -55,7 +55,7 @@ def as_of(spark: SparkSession, spec: StandingQuery, cycle: Cycle, index: int) ->
     return out
 
 
-def reference(spark: SparkSession, spec: StandingQuery, cycle: Cycle, index: int) -> DataFrame:
+def reference(spark: SparkSession, spec: Spec, cycle: Cycle, index: int) -> DataFrame:
     """``spark.sql(spec.sql)`` over the sources as of ``t_index`` of ``cycle`` (the query
     transpiled to Spark SQL by sqlglot when the spec's dialect is another)."""
     import sqlglot

@@ -49,11 +49,10 @@ from tempura.runtime.lock import JobLock
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import History
-from tempura.scheduler.planning import (Prepared, analyze_sources, expected_empty, for_cycle, job_folder, output_mode,
-                                        plan_spec, prepare, stale_sources)
+from tempura.scheduler.planning import Prepared, expected_empty, for_cycle, job_folder, output_mode, plan_spec, prepare_job
 from tempura.scheduler.calibration import for_job
 from tempura.scheduler.reoptimize import NOTICEABLE
-from tempura.scheduler.spec import Cycle, StandingQuery, cycle_index_at
+from tempura.scheduler.spec import Cycle, Spec, cycle_index_at
 from tempura.sql.names import quote_identifier
 from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.plan import MultiTimePlan
@@ -88,7 +87,7 @@ class PointResult:
         return str(found) if found is not None else None
 
 
-def feeds(spec: StandingQuery) -> dict[str, Feed]:
+def feeds(spec: Spec) -> dict[str, Feed]:
     """How each of the spec's sources reaches the job."""
     out = {}
     for name, source in spec.sources.items():
@@ -116,7 +115,7 @@ def plan_shape(plan: MultiTimePlan, after: int) -> list[tuple[Any, ...]]:
 class Runner:
     """Runs one standing query's time points durably on Spark."""
 
-    def __init__(self, spec: StandingQuery, spark: SparkSession, workdir: str | Path = ".tempura", method: str = "auto",
+    def __init__(self, spec: Spec, spark: SparkSession, workdir: str | Path = ".tempura", method: str = "auto",
                  simulate: bool = False, progress: Callable[[str, int, int], None] | None = None,
                  hook: Callable[[dict[str, Any]], None] | None = None, wait: float = 0.0) -> None:
         self.spec = spec
@@ -459,16 +458,8 @@ class Runner:
         Spark for a source whose files have none stored, or changed since (kept per job, so two
         jobs with a table of the same name do not share them)."""
         if self._prepared is None:
-            stats_root = job_folder(self.workdir, self.spec)
-            self._analyze_sources(stats_root)
-            self._prepared = prepare(self.spec, self.spark, stats_root)
+            self._prepared = prepare_job(self.spec, job_folder(self.workdir, self.spec), self.spark, progress=self.progress)
         return self._prepared
-
-    def _analyze_sources(self, stats_root: Path) -> None:
-        stale = stale_sources(self.spec, stats_root, self.spark)
-        if stale and self.progress is not None:
-            self.progress(f"statistics of {', '.join(stale)}", 0, 1)
-        analyze_sources(self.spark, self.spec, stats_root, stale)
 
     def plan(self, cycle: Cycle, index: int, saved: dict[str, SavedState], previous: dict[str, Any] | None) -> MultiTimePlan:
         """The plan for ``index`` and the rest of the cycle, given what is committed."""
@@ -653,7 +644,7 @@ class Runner:
         return out, changes
 
 
-def summary(spec: StandingQuery, result: PointResult) -> dict[str, Any]:
+def summary(spec: Spec, result: PointResult) -> dict[str, Any]:
     """The run summary the ``on_run`` hook receives."""
     run = result.manifest.get("run", {})
     return {
@@ -675,7 +666,7 @@ def summary(spec: StandingQuery, result: PointResult) -> dict[str, Any]:
     }
 
 
-def _load_hook(spec: StandingQuery) -> Callable[[dict[str, Any]], None] | None:
+def _load_hook(spec: Spec) -> Callable[[dict[str, Any]], None] | None:
     target = spec.model.hooks.on_run
     if target is None:
         return None

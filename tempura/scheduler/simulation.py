@@ -14,6 +14,7 @@ objective* is the first plan's ``Σ w_i · c_i``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from dataclasses import asdict, dataclass, field
@@ -23,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from tempura.runtime import compare_results
 from tempura.runtime.outputs import SELF_DESCRIBING, read_output
 from tempura.scheduler.reference import reference
-from tempura.scheduler.runner import Runner
-from tempura.scheduler.spec import StandingQuery
+from tempura.scheduler.runner import PointResult, Runner
+from tempura.scheduler.spec import Spec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -58,6 +59,7 @@ class MethodRun:
     points: list[PointMeasure] = field(default_factory=list)
     plan_digest: str = ""  # the first plan's fragments (time point, SQL, output): equal digests run the same work
     last_digest: str = ""  # the same of its fragments at the last time point
+    results: list[PointResult] = field(default_factory=list, repr=False, compare=False)  # the runner's, per time point
 
     @property
     def measured_objective(self) -> float:
@@ -78,7 +80,8 @@ class MethodRun:
         return all(p.correct for p in self.points if p.delivered)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = asdict(dataclasses.replace(self, results=[]))
+        del data["results"]
         data["measured_objective"] = self.measured_objective
         data["correct"] = self.correct
         return data
@@ -92,7 +95,7 @@ def plan_digest(plan: MultiTimePlan, at: int | None = None) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
-def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Path, check: bool = True,
+def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Path, check: bool = True,
              progress: Callable[[str, int, int], None] | None = None) -> MethodRun:
     """Run cycle 0 of ``spec`` under ``method`` from scratch (an earlier simulation of the same
     method in ``workdir`` is deleted first); ``check``: compare every delivered result with
@@ -103,7 +106,7 @@ def simulate(spark: SparkSession, spec: StandingQuery, method: str, workdir: Pat
         return _simulated(spark, spec, method, runner, check)
 
 
-def _simulated(spark: SparkSession, spec: StandingQuery, method: str, runner: Runner, check: bool) -> MethodRun:
+def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, check: bool) -> MethodRun:
     cycle = spec.cycle(0)
     assert cycle is not None
     first = runner.plan(cycle, 1, {}, None)
@@ -111,6 +114,7 @@ def _simulated(spark: SparkSession, spec: StandingQuery, method: str, runner: Ru
                     first.cost.weighted / 1e9, plan_digest=plan_digest(first),
                     last_digest=plan_digest(first, at=spec.time_points().k))
     for result in runner.run_cycle(cycle):
+        run.results.append(result)
         info = result.manifest["run"]
         point = PointMeasure(result.index, float(info["wall_seconds"]), float(info["cpu_seconds"]),
                              float(info["estimated_seconds"]), len(result.manifest.get("fragments", [])),

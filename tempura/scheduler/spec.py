@@ -52,7 +52,7 @@ pydantic checks each key's shape (unknown keys are errors, with the closest know
 suggested; a key given twice is an error); the rules that tie keys together (one query,
 increasing time points, one weight per time point, …) are checked after it. Every error is a
 :class:`SpecError` whose one-line message names the file, the line and the key path.
-:meth:`StandingQuery.missing_paths` lists the local paths that do not exist, for ``validate``.
+:meth:`Spec.missing_paths` lists the local paths that do not exist, for ``validate``.
 """
 
 from __future__ import annotations
@@ -418,7 +418,7 @@ class SpecFile(_Strict):
 # Loading: pydantic for each key's shape, then the rules across keys, each with its key path.
 
 
-def load_spec(path: str | Path) -> StandingQuery:
+def load_spec(path: str | Path) -> Spec:
     """Read and validate the spec at ``path``; any problem raises :class:`SpecError`."""
     document = _load_document(Path(path))
     if not isinstance(document.data, dict):
@@ -438,7 +438,7 @@ def load_spec(path: str | Path) -> StandingQuery:
     budget_key = _located(document, ("state_budget",), "").removesuffix(": ") if model.state_budget is not None else None
     path_keys: list[KeyPath] = [("sources", name, "path") for name in model.sources] + [("query_file",)]
     where = tuple((key_text(key), _located(document, key, "").removesuffix(": ")) for key in path_keys)
-    return StandingQuery(model, document.path, _query_text(document, model), budget_key, where)
+    return Spec(model, document.path, _query_text(document, model), budget_key, where, document.path.resolve().parent)
 
 
 def _check_cost(document: YamlDocument, model: SpecFile) -> None:
@@ -1005,7 +1005,7 @@ class Cycle:
 
 
 @dataclass(frozen=True)
-class StandingQuery:
+class Spec:
     """A validated spec: the model, the spec file's path and the query text."""
 
     model: SpecFile
@@ -1013,6 +1013,7 @@ class StandingQuery:
     sql: str
     budget_key: str | None = None  # where state_budget is set ("file, line N: state_budget"), for errors
     where: tuple[tuple[str, str], ...] = ()  # key path -> "file, line N: key path", for the paths' errors
+    home: Path | None = None  # the spec file's folder, absolute, as of loading (the working folder may change)
 
     @property
     def state_budget(self) -> float | None:
@@ -1032,7 +1033,7 @@ class StandingQuery:
     @property
     def folder(self) -> Path:
         """The spec file's folder: relative paths in the spec start here."""
-        return self.path.resolve().parent
+        return self.home if self.home is not None else self.path.resolve().parent
 
     @property
     def name(self) -> str:

@@ -2,7 +2,7 @@
 
 For each scenario (``sales_returns`` and a TPC-H standing query by default) it generates the data
 once, runs one warm-up cycle that is not measured, replays a cycle's arrival under ``auto`` and
-under every forced method (:func:`tempura.scheduler.simulation.simulate`), and prints one table
+under every forced method (:meth:`tempura.StandingQuery.simulate`), and prints one table
 per scenario (naming the methods whose plan is ``auto``'s very plan): the
 estimated and measured objective, the executor CPU seconds of each time point, and whether every
 delivered result equals ``spark.sql`` over that time point's snapshot. A PNG chart shows the
@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from tempura.scheduler import load_spec
-from tempura.scheduler.simulation import MethodRun, simulate
+from tempura.scheduler.simulation import MethodRun
+from tempura.standing import StandingQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,10 +37,10 @@ def run_scenario(spark: SparkSession, name: str, methods: Sequence[str], workdir
     from tempura.errors import TempuraError
 
     with console.status(f"{name}: data at scale {scale:g}"):
-        spec = load_spec(prepared_scenario(spark, name, workdir / "scenarios", scale))
+        spec = StandingQuery(prepared_scenario(spark, name, workdir / "scenarios", scale), workdir, spark).spec
     with console.status(f"{name}: a warm-up cycle (not measured)"):
         # the first cycle over new data pays for reading it cold: no method should be charged
-        simulate(spark, spec, "batch", workdir / "warm-up", check=False)
+        StandingQuery(spec, workdir / "warm-up", spark).simulate("batch")
     runs = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(name, total=len(methods))
@@ -51,7 +51,7 @@ def run_scenario(spark: SparkSession, name: str, methods: Sequence[str], workdir
                 progress.update(task, description=f"{name} [{method}] {what}")
 
             try:
-                runs.append(simulate(spark, spec, method, workdir, progress=show))
+                runs.append(StandingQuery(spec, workdir, spark, progress=show).simulate(method, check=True))
             except TempuraError as error:
                 console.print(f"[yellow]{name} [{method}]: no run: {error}[/yellow]")
             progress.advance(task)

@@ -1,0 +1,306 @@
+"""The commands of the benchmarks and the demo: ``tempura bench …``, ``tempura demo`` and
+``tempura tpch-check``. They live beside the benchmarks, not in the library: the ``tempura``
+command finds them through the ``tempura.commands`` entry points this distribution declares.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from tempura.cli import METHOD_CHOICES, user_errors
+from tempura.errors import TempuraError
+
+
+def _query_names(queries: tuple[str, ...], extra: tuple[str, ...] = ()) -> list[str] | None:
+    """``--query`` values as TPC-H query names (``1``, ``q1`` and ``Q01`` are ``q01``), or the
+    ``extra`` names as they are; None when none is given."""
+    if not queries:
+        return None
+    names = []
+    for q in queries:
+        if q in extra:
+            names.append(q)
+            continue
+        digits = q[1:] if q[:1] in ("q", "Q") else q
+        if not digits.isdigit() or not 1 <= int(digits) <= 22:
+            known = ", ".join([*extra, "q01 … q22"])
+            raise TempuraError(f"--query {q}: not a query name (known: {known})")
+        names.append(f"q{int(digits):02d}")
+    return names
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks (results as JSON and PNG charts)."""
+
+
+@bench.command("cardinality")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--query", "queries", multiple=True, help="Only these queries (q01 … q22).")
+@user_errors
+def bench_cardinality(scale: float, workdir: str, out: str, queries: tuple[str, ...]) -> None:
+    """Estimated vs true rows of every subplan of the TPC-H queries, beside Spark's CBO."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import cardinality
+
+    console = Console(stderr=True)
+    names = _query_names(queries)
+    report = cardinality.run(scale, Path(workdir), Path(out), names, lambda message: console.log(message))
+    table = Table(title=f"q-error, TPC-H scale {scale:g} ({report['nodes']} subplans)")
+    for column in ("estimator", "nodes", "median", "p90", "p95", "max"):
+        table.add_column(column)
+    for label, key in (
+        ("tempura, all subplans", "tempura_all"),
+        ("tempura, without cross joins", "tempura_without_cross_joins"),
+        ("tempura, comparable", "tempura_comparable"),
+        ("Spark CBO, comparable", "spark_comparable"),
+    ):
+        row = report[key]
+        table.add_row(label, str(row["count"]), *(f"{row[k]:.2f}" for k in ("median", "p90", "p95", "max")))
+    Console().print(table)
+    ops = Table(title="by operator (tempura | Spark)")
+    for column in ("operator", "nodes", "median", "p95", "max", "Spark p95"):
+        ops.add_column(column)
+    for op, row in report["by_operator"].items():
+        t, sp = row["tempura"], row["spark"]
+        ops.add_row(op, str(t["count"]), f"{t['median']:.2f}", f"{t['p95']:.2f}", f"{t['max']:.2f}", f"{sp['p95']:.2f}" if sp.get("count") else "-")
+    Console().print(ops)
+    click.echo("wrote " + ", ".join(report["files"]))
+
+
+@click.command("tpch-check")
+@click.option("--scale", default=0.01, show_default=True, type=float, help="TPC-H scale factor.")
+@click.option("--workdir", default=".tempura", show_default=True, type=click.Path(file_okay=False))
+@click.option("--query", "queries", multiple=True, help="Run only these queries (q01 … q22).")
+@user_errors
+def tpch_check(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
+    """Generate TPC-H data, run the 22 queries through tempura's plans and compare with Spark."""
+    from benchmarks import tpch_check as job
+
+    names = _query_names(queries)
+    failures = job.main(scale, workdir, names)
+    sys.exit(1 if failures else 0)
+
+
+@click.command()
+@click.option("--scale", default=0.01, show_default=True, type=float,
+              help="Data scale of every scenario (TPC-H's scale factor; sales_returns: millions of sales).")
+@click.option("--workdir", default=".tempura", show_default=True, type=click.Path(file_okay=False))
+@click.option("--scenario", "scenarios", multiple=True, help="Run these scenarios (default: sales_returns, tpch_q03).")
+@click.option("--method", "methods", multiple=True, type=click.Choice(METHOD_CHOICES),
+              help="Run these methods (default: auto and every forced method).")
+@click.option("--chart", "chart_path", default=None, type=click.Path(dir_okay=False),
+              help="Where to write the PNG chart (default: WORKDIR/demo/demo.png).")
+@user_errors
+def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[str, ...], chart_path: str | None) -> None:
+    """Standing queries simulated under auto and every forced method: objective, work per time
+    point, and every delivered result checked against recompute; writes a PNG chart."""
+    from scenarios import names as scenario_names
+    from benchmarks import demo as demo_job
+
+    known = scenario_names()
+    for name in scenarios:
+        if name not in known:
+            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    from tempura.runtime import get_spark
+
+    failures = demo_job.main(get_spark(), scale, workdir, scenarios or demo_job.SCENARIOS, methods or demo_job.METHODS,
+                             chart_path)
+    sys.exit(1 if failures else 0)
+
+
+@bench.command("join-order")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--query", "queries", multiple=True, help="Only these queries (q02, q03, …).")
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=3), help="Measured rounds per query.")
+@click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds before a run is cancelled.")
+@user_errors
+def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, ...], repeat: int, timeout: float) -> None:
+    """TPC-H queries in an adversarial join order: Spark as written, Spark's rules, Spark's CBO and tempura."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import join_order
+
+    unknown = [q for q in queries if q not in join_order.QUERIES]
+    if unknown:
+        raise TempuraError(f"unknown join-order query: {', '.join(unknown)} (known: {', '.join(join_order.QUERIES)})")
+    console = Console(stderr=True)
+    report = join_order.run(scale, Path(workdir), Path(out), list(queries) or None, repeat, timeout, lambda m: console.log(m))
+    table = Table(title=f"join order, TPC-H scale {scale:g}, median of {repeat} alternating runs")
+    for column in ("query", "written s", "Spark rules s", "Spark CBO s", "tempura s", "written/tempura", "rules/tempura",
+                   "CBO/tempura", "opt ms", "memo", "equal"):
+        table.add_column(column)
+    for q in report["queries"]:
+        m, cancelled = q["median"], q.get("timed_out", {})
+        mark = {c: ">" if cancelled.get(c) else "" for c in join_order.CONTENDERS}  # cancelled at the timeout: a lower bound
+        table.add_row(
+            q["query"] + (" **" if q["written_order_bad"] else " *" if q["written_order_cross_product"] else ""),
+            *(f"{mark[c]}{m[c]:.2f}" for c in join_order.CONTENDERS),
+            *(f"{mark[c] or ('<' if cancelled.get('tempura') else '')}{q[f'ratio_{short}_to_tempura']:.2f}"
+              for short, c in join_order.RATIOS.items()),
+            f"{q['optimization_seconds'] * 1000:.0f}", f"{q['memo_groups']}/{q['memo_expressions']}",
+            "yes" if all(q["equal_to_spark"].values()) else "NO",
+        )
+    Console().print(table)
+    click.echo(
+        f"geometric mean ratio: written/tempura {report['geomean_ratio_written_to_tempura']:.2f}, "
+        f"Spark rules/tempura {report['geomean_ratio_rules_to_tempura']:.2f}, "
+        f"CBO/tempura {report['geomean_ratio_cbo_to_tempura']:.2f}; "
+        f"*: written order has a cross product; **: one that multiplies rows, a bad order (there: geomean "
+        f"written/tempura {report['geomean_ratio_written_to_tempura_bad_order']:.2f}, least "
+        f"{report['min_ratio_written_to_tempura_bad_order']:.2f}); '>': cancelled at the timeout, a lower bound"
+    )
+    click.echo("wrote " + ", ".join(report["files"]))
+
+
+@bench.command("tvr-planning")
+@click.option("--repeat", default=3, show_default=True, type=int, help="Runs per measurement (median).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--stats", "stats_file", default=None, type=click.Path(dir_okay=False),
+              help="TPC-H statistics JSON (default: scale 0.01, shipped with the benchmark).")
+@click.option("--query", "queries", multiple=True, help="Only these queries (q01 … q22).")
+@user_errors
+def bench_tvr_planning(repeat: int, out: str, stats_file: str | None, queries: tuple[str, ...]) -> None:
+    """Planning time over 4 time points, memo sizes, memo copy against full expansion at 8."""
+    from rich.console import Console
+
+    from benchmarks import tvr_planning
+
+    console = Console(stderr=True)
+    names = _query_names(queries)
+    stats = Path(stats_file) if stats_file else tvr_planning.STATS
+    report = tvr_planning.run(Path(out), repeat, stats, names, lambda m: console.log(m))
+    click.echo(json.dumps(report["summary"], indent=2))
+
+
+@bench.command("incremental")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="Data scale of every scenario.")
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=1), help="Cycles per contender (medians).")
+@click.option("--scenario", "scenarios", multiple=True, help="Only these scenarios (default: all).")
+@click.option("--contender", "contenders", multiple=True, type=click.Choice(["batch", "ivm", "spark-streaming", "auto"]),
+              help="Only these contenders (default: all four).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], contenders: tuple[str, ...], out: str,
+                      workdir: str) -> None:
+    """Standing queries on Spark: batch, ivm, native Structured Streaming and auto, alternating;
+    executor CPU and wall per time point, the objective, auto's ratios; every result checked."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import incremental
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    known = scenario_names()
+    for name in scenarios:
+        if name not in known:
+            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    console = Console(stderr=True)
+    report = incremental.run(get_spark(), Path(out), Path(workdir), scale, repeat,
+                             scenarios or incremental.DEFAULT_SCENARIOS, contenders or incremental.CONTENDERS,
+                             lambda m: console.log(m))
+    table = Table(title=f"bench incremental, scale {scale:g}, {repeat} runs each (median executor CPU s)")
+    for column in ("scenario", "contender", "CPU per time point", "objective", "correct"):
+        table.add_column(column)
+    for name, result in report["scenarios"].items():
+        for contender, found in result["contenders"].items():
+            if "unsupported" in found:
+                table.add_row(name, contender, "unsupported: " + found["unsupported"][:80], "-", "-")
+                continue
+            table.add_row(name, contender, " / ".join(f"{c:.2f}" for c in found["cpu_median"]),
+                          f"{found['objective']:.3g}", "yes" if found["correct"] else "NO")
+        verdict = result["verdict"]
+        if verdict.get("comparable"):
+            same = verdict.get("same_plan_as", [])
+            same_last = [n for n in verdict.get("same_last_point_as", []) if n not in same]
+            table.add_row(name, "auto / best", f"last point vs batch: {verdict.get('ratio_last_point_auto_to_batch', 0):.2f}",
+                          f"{verdict['ratio_objective_auto_to_best_other']:.2f} ({verdict['best_other']})",
+                          ("targets met" if verdict["objective_target_met"] and verdict["last_point_target_met"] else "targets missed")
+                          + ("; same plan as " + ", ".join(same) if same else "")
+                          + ("; same last point as " + ", ".join(same_last) if same_last else ""))
+    Console().print(table)
+    click.echo("wrote " + ", ".join(report["files"]))
+
+
+@bench.command("mqo")
+@click.option("--repeat", default=3, show_default=True, type=int, help="Runs of each selector per instance (median).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--stats", "stats_file", default=None, type=click.Path(dir_okay=False),
+              help="TPC-H statistics JSON (default: scale 0.01, shipped with the benchmark).")
+@click.option("--query", "queries", multiple=True, help="Only these standing queries (golden, q01 … q22).")
+@click.option("--points", "points", multiple=True, type=click.IntRange(2, 8), help="Time points per standing query (default 2, 4, 8).")
+@click.option("--random", "random_count", default=120, show_default=True, type=click.IntRange(min=0),
+              help="How many random synthetic instances.")
+@click.option("--time-limit", default=30.0, show_default=True, type=float, help="Seconds the ILP may take per instance.")
+@user_errors
+def bench_mqo(repeat: int, out: str, stats_file: str | None, queries: tuple[str, ...], points: tuple[int, ...],
+              random_count: int, time_limit: float) -> None:
+    """The greedy state selection against the exact ILP: gap, times and states kept, on the golden
+    example, the TPC-H queries over 2–8 time points and random instances."""
+    from rich.console import Console
+
+    from benchmarks import mqo
+
+    console = Console(stderr=True)
+    names = _query_names(queries, ("golden",))
+    stats = Path(stats_file) if stats_file else mqo.STATS
+    report = mqo.run(Path(out), repeat, stats, names, random_count, time_limit, tuple(points) or mqo.POINTS,
+                     lambda m: console.log(m))
+    click.echo(json.dumps(report["summary"], indent=2))
+
+
+@bench.command("faults")
+@click.option("--kills", default=200, show_default=True, type=click.IntRange(min=0), help="Random kill points.")
+@click.option("--pairs", default=20, show_default=True, type=click.IntRange(min=0), help="Pairs of runs started at once.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the random kill points and pairs.")
+@click.option("--scale", default=0.002, show_default=True, type=float, help="Data scale of the scenarios.")
+@click.option("--scenario", "scenarios", multiple=True, help="Only these scenarios (default: sales_returns, stock_cdc).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench/faults", show_default=True, type=click.Path(file_okay=False))
+@click.option("--matrix", is_flag=True, help="First kill at every phase under every planned method of every scenario (at t2).")
+@user_errors
+def bench_faults(kills: int, pairs: int, seed: int, scale: float, scenarios: tuple[str, ...], out: str, workdir: str,
+                 matrix: bool) -> None:
+    """tempura run killed (kill -9) at random phases and time points, then run again, and pairs of
+    runs on one job at once: every delivery checked against the reference; wrong and lost results
+    counted."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import faults
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    known = scenario_names()
+    for name in scenarios:
+        if name not in known:
+            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    console = Console(stderr=True)
+    report = faults.run(get_spark(), Path(out), Path(workdir).resolve(), kills, pairs, seed,
+                        scenarios or faults.SCENARIOS, scale, lambda m: console.log(m), matrix)
+    table = Table(title=f"bench faults, seed {seed}: {report['summary']['kills']} kills, {pairs} pairs ({report['seconds']:.0f} s)")
+    for column in ("phase", "kills", "fired", "wrong", "lost", "rerun failed"):
+        table.add_column(column)
+    for phase, row in [*report["by_phase"].items(), ("all", report["summary"])]:
+        table.add_row(phase, str(row["kills"]), str(row["fired"]), str(row["wrong"]), str(row["lost"]),
+                      str(row["rerun_failed"]))
+    Console().print(table)
+    totals = report["summary"]
+    click.echo(f"pairs: {totals['pairs']}, failed {totals['pairs_failed']}, wrong {totals['pairs_wrong']}, "
+               f"lost {totals['pairs_lost']}")
+    click.echo("wrote " + ", ".join(report["files"]))
+    failed = totals["wrong"] + totals["lost"] + totals["rerun_failed"] + totals["pairs_failed"]
+    sys.exit(1 if failed else 0)

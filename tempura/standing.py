@@ -1,0 +1,300 @@
+"""The public way in for standing queries: :class:`StandingQuery`.
+
+A standing query is a spec file (SQL, sources, schedule, objective) and the job folder its runs
+keep under a workdir. :class:`StandingQuery` loads the spec once and offers everything done with
+it: ``validate``, ``plan``, ``run_due`` (the time points due by the clock), ``run_daemon``,
+``simulate`` (a whole cycle now, replaying the data's arrival), ``check`` and ``repair`` of the
+job folder, and ``history``. Plans, runs and history come back as plain data (dataclasses, lists
+of dicts, JSON-ready dicts). The command line, the demo and the benchmarks go through it; what it
+drives lives in :mod:`tempura.scheduler`.
+
+>>> import tempura
+>>> query = tempura.StandingQuery("specs/revenue.yaml", workdir=".tempura")  # doctest: +SKIP
+>>> query.plan().plan.method                                                 # doctest: +SKIP
+'ivm'
+>>> [r.index for r in query.run_due().results]                               # doctest: +SKIP
+[1, 2]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+from tempura.errors import TempuraError
+from tempura.scheduler.spec import Spec, load_spec, parse_size
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from tempura.runtime.lock import Holder
+    from tempura.scheduler.check import JobReport
+    from tempura.scheduler.runner import PointResult, Runner
+    from tempura.scheduler.simulation import MethodRun
+    from tempura.tvr.plan import MultiTimePlan
+
+DEFAULT_WORKDIR = ".tempura"
+METHODS = ("auto", "batch", "ivm", "streaming", "ojv", "higher-order")
+SELECTORS = ("auto", "ilp", "greedy", "off")
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Validation:
+    """What ``validate`` found: the spec's shape, and each problem as one line naming the file,
+    line and key (an empty list: the spec is valid)."""
+
+    spec: Spec
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def describe(self) -> str:
+        """``name: N source(s), K time point(s), deliver t…`` or the first problem."""
+        if self.problems:
+            more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            return self.problems[0] + more
+        tp = self.spec.time_points()
+        return (f"{self.spec.name}: {len(self.spec.sources)} source(s), {tp.k} time point(s), "
+                f"deliver {', '.join(f't{i}' for i in tp.deliver)}")
+
+
+@dataclass
+class PlanChoice:
+    """The plan of one method, beside every method's plan for comparison."""
+
+    method: str
+    output: str  # snapshot | delta
+    plan: MultiTimePlan
+    alternatives: dict[str, MultiTimePlan] = field(default_factory=dict)
+
+    def text(self, sql: bool = False) -> str:
+        """The plan as ``tempura plan`` prints it, then the methods side by side."""
+        from tempura.tvr.render import alternatives_text, plan_text
+
+        return f"{plan_text(self.plan, sql=sql)}\n\nmethods (* = this plan):\n{alternatives_text(self.alternatives, self.method)}"
+
+    def dot(self) -> str:
+        from tempura.tvr.render import plan_dot
+
+        return plan_dot(self.plan)
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.plan.to_json()
+        data["alternatives"] = {m: p.summary() for m, p in self.alternatives.items()}
+        return data
+
+
+@dataclass
+class RunOutcome:
+    """What a run by the clock (or a repair) did: one result per time point it took, and how
+    many earlier cycles ``max_catch_up`` left out."""
+
+    results: list[PointResult]
+    skipped: int = 0
+
+
+@dataclass
+class RunHistory:
+    """A job's committed runs (one dict per time point) and fragments (estimated against
+    measured), as the history database holds them, and the fitted stage cost in words."""
+
+    runs: list[dict[str, Any]]
+    fragments: list[dict[str, Any]]
+    calibration: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class StandingQuery:
+    """One standing query: its spec and its job under ``workdir``.
+
+    ``spark`` is used if given; otherwise a session is started on first need, with the spec's
+    ``spark`` section (master, settings). ``validate``, ``check`` and ``history`` never start
+    one; ``plan`` starts one only if planning must read data.
+    """
+
+    def __init__(self, spec: str | Path | Spec, workdir: str | Path = DEFAULT_WORKDIR,
+                 spark: SparkSession | None = None, progress: Progress | None = None) -> None:
+        self.spec = spec if isinstance(spec, Spec) else load_spec(spec)
+        self.workdir = Path(workdir).absolute()  # as of now: the working folder may change later
+        self.progress = progress
+        self._spark = spark
+
+    def __repr__(self) -> str:
+        return f"StandingQuery({self.name!r}, spec={str(self.path)!r}, workdir={str(self.workdir)!r})"
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def path(self) -> Path:
+        return self.spec.path
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session the job runs on (started with the spec's ``spark`` section if needed)."""
+        if self._spark is None:
+            from tempura.runtime import get_spark
+
+            self._spark = get_spark(self.spec.model.spark.master, dict(self.spec.model.spark.conf))
+        return self._spark
+
+    def job_folder(self, simulated: str | None = None) -> Path:
+        """Where the job keeps statistics, cycles and history (a simulation of ``simulated``:
+        its own folder inside)."""
+        from tempura.scheduler.planning import job_folder
+
+        return job_folder(self.workdir, self.spec, simulated)
+
+    # -- looking ------------------------------------------------------------------------------
+
+    def validate(self) -> Validation:
+        """The spec's problems that need no data read: loading already checked its keys, types,
+        schedule and objective; this adds the paths that do not exist."""
+        return Validation(self.spec, self.spec.missing_paths())
+
+    def plan(self, method: str = "auto", *, selector: str = "auto", output: str | None = None,
+             no_rules: Iterable[str] = (), ilp_limit: int | None = None, state_budget: str | float | None = None,
+             cost: Mapping[str, object] | None = None) -> PlanChoice:
+        """The multi-time-point plan the job's first time point would run under ``method``, and
+        every method's plan beside it: with the job's statistics (collected where missing, as a
+        run would), the stage cost its history supports (unless the spec or ``cost`` sets it),
+        and the spec's output mode unless ``output`` says otherwise."""
+        from tempura.mqo import MqoOptions
+        from tempura.scheduler.calibration import for_job
+        from tempura.scheduler.planning import for_cycle, output_mode, plan_spec, prepare_job
+        from tempura.runtime.store import JobStore
+
+        _choice("method", method, METHODS)
+        _choice("selector", selector, SELECTORS)
+        try:
+            budget = parse_size(state_budget) if state_budget is not None else None
+        except ValueError as error:
+            raise TempuraError(f"state budget: {error}") from None
+        constants, pinned = self._cost_constants(cost)
+        root = self.job_folder()
+        constants, calibration = for_job(constants, pinned, self.workdir, JobStore(root).history_path)
+        prepared = prepare_job(self.spec, root, self._spark, lambda: self.spark, self.progress)
+        cycle = self.spec.cycle(0)
+        assert cycle is not None
+        prepared, _ = for_cycle(prepared, cycle)  # as the runner plans its first time point
+        mode = output or output_mode(self.spec)
+        options = MqoOptions(selector=selector, budget=budget)
+        if ilp_limit is not None:
+            options = dataclasses.replace(options, ilp_limit=ilp_limit)
+        errors: dict[str, TempuraError] = {}
+        plans = plan_spec(prepared, METHODS, list(no_rules), mode, constants=constants, mqo=options, errors=errors)
+        if method not in plans:
+            if method in errors:
+                raise errors[method]
+            raise TempuraError(f"method {method} has no plan for this query and output ({mode})")
+        chosen = plans[method]
+        if calibration is not None and (calibration.stage is not None or calibration.fragments > 0):
+            chosen.notes.append(calibration.describe(self.spec.cost_constants.stage))
+        return PlanChoice(method, mode, chosen, plans)
+
+    def analyze(self) -> list[str]:
+        """Collect the statistics of the sources whose files have none stored in the job's
+        folder, or changed since (as a run does before planning); returns their names."""
+        from tempura.scheduler.planning import analyze_sources, stale_sources
+
+        root = self.job_folder()
+        stale = stale_sources(self.spec, root, self.spark)
+        analyze_sources(self.spark, self.spec, root, stale)
+        return stale
+
+    def check(self, simulated: str | None = None) -> JobReport:
+        """The job folder verified: the chain of manifests, every file they list, the newest
+        delivery (no Spark)."""
+        from tempura.runtime.store import JobStore
+        from tempura.scheduler.check import check_job
+
+        return check_job(JobStore(self.job_folder(simulated)))
+
+    def history(self, simulated: str | None = None) -> RunHistory:
+        """The committed runs and fragments of the job (of a simulation of ``simulated``)."""
+        from tempura.scheduler.calibration import for_job
+        from tempura.scheduler.history import History
+
+        path = self.job_folder(simulated) / "history.sqlite"
+        history = History(path, read_only=True)
+        runs = history.runs()
+        fragments = history.fragments()
+        _, calibration = for_job(self.spec.cost_constants, self.spec.model.cost, self.workdir, path)
+        stage = self.spec.cost_constants.stage
+        words = (calibration.describe(stage) if calibration is not None
+                 else f"stage cost set by the spec: {stage / 1e9:.3g} s per stage")
+        return RunHistory(runs, fragments, words)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def runner(self, method: str = "auto", simulate: bool = False, wait: float = 0.0) -> Runner:
+        """The runner of this job under ``method`` (waiting up to ``wait`` seconds for another
+        run's lock)."""
+        from tempura.scheduler.runner import Runner
+
+        _choice("method", method, METHODS)
+        return Runner(self.spec, self.spark, self.workdir, method, simulate, self.progress, wait=wait)
+
+    def run_due(self, now: dt.datetime | None = None, *, since: dt.datetime | None = None, method: str = "auto",
+                wait: float = 0.0) -> RunOutcome:
+        """Run every time point due by ``now`` (default: the wall clock) and not committed yet,
+        in the cycle under way and at most ``max_catch_up`` cycles before it (or every cycle from
+        the one under way at ``since``). Idempotent: what is committed is not run again."""
+        runner = self.runner(method, wait=wait)
+        results = runner.run_due(now, since)
+        return RunOutcome(results, runner.skipped)
+
+    def run_daemon(self, method: str = "auto", wait: float = 0.0) -> None:
+        """Run each time point when the clock reaches it, until the schedule ends."""
+        self.runner(method, wait=wait).daemon()
+
+    def simulate(self, method: str = "auto", *, check: bool = False) -> MethodRun:
+        """Run cycle 0 now, afresh, replaying the data's arrival: each time point lands exactly
+        its interval's rows. Deliveries go to the simulation's folder under the job, never to
+        the spec's output. ``check``: compare each delivery with ``spark.sql`` on its snapshot."""
+        from tempura.scheduler.simulation import simulate
+
+        _choice("method", method, METHODS)
+        return simulate(self.spark, self.spec, method, self.workdir, check=check, progress=self.progress)
+
+    def repair(self, first: int | None = None, cycle: str | None = None, method: str = "auto",
+               wait: float = 0.0) -> RunOutcome:
+        """Rebuild damaged cycles from the sources, from the last intact time point (or from
+        ``first``): later commits are taken back (kept aside under ``uncommitted/``) and run
+        again."""
+        return RunOutcome(self.runner(method, wait=wait).repair(cycle, first))
+
+    def force_unlock(self, simulated: str | None = None) -> Holder | None:
+        """Remove the job's lock, whoever holds it; returns who held it. Only when that run is
+        known to be dead: two writers can commit a wrong result."""
+        from tempura.runtime.lock import force_unlock
+
+        return force_unlock(self.job_folder(simulated))
+
+    def _cost_constants(self, cost: Mapping[str, object] | None) -> tuple[Any, set[str]]:
+        """The cost constants (the defaults, then the spec's ``cost``, then ``cost``) and the
+        names set by either."""
+        from tempura.cost import CostConstants
+
+        pairs: dict[str, object] = dict(self.spec.model.cost or {})
+        pairs.update(cost or {})
+        return CostConstants.from_mapping(pairs), set(pairs)
+
+
+def _choice(what: str, value: str, known: Sequence[str]) -> None:
+    if value not in known:
+        raise TempuraError(f"{what} '{value}' is not one of {', '.join(known)}")
+
+
+__all__ = ["DEFAULT_WORKDIR", "METHODS", "SELECTORS", "PlanChoice", "RunHistory", "RunOutcome", "StandingQuery",
+           "Validation"]
