@@ -52,7 +52,28 @@ catalog_option = click.option(
 dialect_option = click.option("--dialect", default="spark", show_default=True, help="sqlglot dialect of the SQL.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """tempura's commands, and those other installed packages declare as ``tempura.commands``
+    entry points (the benchmarks' ``bench``, ``demo`` and ``tpch-check``), loaded when asked
+    for."""
+
+    def _plugins(self) -> dict[str, Any]:
+        from importlib.metadata import entry_points
+
+        return {point.name: point for point in entry_points(group="tempura.commands") if point.name not in self.commands}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*self.commands, *self._plugins()])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None:
+            point = self._plugins().get(cmd_name)
+            found = point.load() if point is not None else None
+        return found
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tempura")
 def main() -> None:
     """tempura: a cost-based, incremental query optimizer for standing queries on Spark."""
@@ -613,18 +634,6 @@ def plan_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, meth
 
     _each(specs, select, one)
 
-
-def _plugins() -> None:
-    """Add the commands other installed packages declare as ``tempura.commands`` entry points
-    (the benchmarks' ``bench``, ``demo`` and ``tpch-check``)."""
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group="tempura.commands"):
-        if point.name not in main.commands:
-            main.add_command(point.load(), point.name)
-
-
-_plugins()
 
 if __name__ == "__main__":
     main()
