@@ -137,7 +137,48 @@ class Catalog:
                 raise CatalogError(f"table '{name}' declares no schema; reading it needs a Spark session")
         return out
 
+    def footer_schemas(self) -> tuple[dict[str, dict[str, str]], list[str]]:
+        """Column types without Spark: declared ones, else read from a parquet footer
+        (:func:`footer_schema`); and the tables whose types neither gives."""
+        out: dict[str, dict[str, str]] = {}
+        unread = []
+        for name, table in self.tables.items():
+            found = dict(table.schema) if table.schema is not None else self._inferred.get(name) or footer_schema(table)
+            if found is None:
+                unread.append(name)
+            else:
+                out[name] = found
+        return out, unread
+
     def register(self, spark: SparkSession) -> None:
         """Make every table visible to Spark SQL under its name (a temporary view)."""
         for name, table in self.tables.items():
             table.reader(spark).createOrReplaceTempView(quote_identifier(name))
+
+
+def footer_schema(table: TableSource) -> dict[str, str] | None:
+    """The column types Spark would infer for a local parquet table, read from one data file's
+    footer with pyarrow (types named as Spark names them); ``None`` when it cannot be read so:
+    another format, a URI, no data file, or partition folders (``key=value``), whose columns
+    only Spark's discovery knows."""
+    if table.format != "parquet" or _is_uri(table.path):
+        return None
+    root = Path(table.path)
+    if root.is_dir():
+        files = sorted(p for p in root.rglob("*.parquet")
+                       if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts))
+        if not files or any("=" in part for f in files for part in f.relative_to(root).parts[:-1]):
+            return None
+        first = files[0]
+    elif root.is_file():
+        first = root
+    else:
+        return None
+    try:
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import from_arrow_type
+
+        schema = pq.read_schema(first)
+        return {field.name.lower(): from_arrow_type(field.type).simpleString() for field in schema}
+    except Exception as error:  # a damaged footer, or a type Spark has no name for
+        raise CatalogError(f"{first}: cannot read the parquet footer: {error}".splitlines()[0]) from None

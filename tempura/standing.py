@@ -50,6 +50,7 @@ class Validation:
 
     spec: Spec
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what could not be checked, and why
 
     @property
     def ok(self) -> bool:
@@ -62,7 +63,7 @@ class Validation:
             return self.problems[0] + more
         tp = self.spec.time_points()
         return (f"{self.spec.name}: {len(self.spec.sources)} source(s), {tp.k} time point(s), "
-                f"deliver {', '.join(f't{i}' for i in tp.deliver)}")
+                f"deliver {', '.join(f't{i}' for i in tp.deliver)}" + "".join(f"; {note}" for note in self.notes))
 
 
 @dataclass
@@ -158,9 +159,31 @@ class StandingQuery:
     # -- looking ------------------------------------------------------------------------------
 
     def validate(self) -> Validation:
-        """The spec's problems that need no data read: loading already checked its keys, types,
-        schedule and objective; this adds the paths that do not exist."""
-        return Validation(self.spec, self.spec.missing_paths())
+        """The spec's problems, found without Spark: loading checked its keys, types, schedule
+        and objective; this adds the paths that do not exist and binds the query against the
+        sources' columns (declared, or read from parquet footers), so an unknown table or
+        column is named with its position. A source whose columns need Spark to read (CSV or
+        JSON without ``schema``, a URI, partition folders) leaves the query unbound, with a note."""
+        from tempura.errors import SqlError
+        from tempura.scheduler.planning import hidden_columns
+        from tempura.sql import parse_query
+
+        problems = self.spec.missing_paths()
+        notes: list[str] = []
+        if not problems:
+            schemas, unread = self.spec.catalog().footer_schemas()
+            if unread:
+                notes.append(f"query not bound: the columns of {', '.join(sorted(unread))} need Spark to read "
+                             f"(declare them with schema: to check them here)")
+            else:
+                visible = {t: {c: ty for c, ty in cols.items() if c not in hidden_columns(self.spec, t)}
+                           for t, cols in schemas.items()}
+                try:
+                    parse_query(self.spec.sql, visible, self.spec.dialect)
+                except SqlError as error:
+                    where = f"query_file {self.spec.model.query_file}" if self.spec.model.query_file else "query"
+                    problems.append(str(SqlError(f"{self.path}: {where}: {error.detail}", error.line, error.column)))
+        return Validation(self.spec, problems, notes)
 
     def plan(self, method: str = "auto", *, selector: str = "auto", output: str | None = None,
              no_rules: Iterable[str] = (), ilp_limit: int | None = None, state_budget: str | float | None = None,

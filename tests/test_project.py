@@ -1,11 +1,14 @@
 """A project of specs: which YAML files under a folder are specs, ``--select`` by name or shell
 pattern, and the errors for a selection that matches nothing, two specs of one name and a path
-that does not exist; ``tempura validate`` over a folder reports every spec, one line each."""
+that does not exist; ``tempura validate`` over a folder reports every spec, one line each, and
+binds each query without Spark against declared columns or parquet footers."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -89,3 +92,51 @@ def test_validate_selects_and_one_spec_prints_as_before(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout == (f"{root / 'revenue.yaml'}: ok — revenue_daily: 1 source(s), 2 time point(s), "
                              f"deliver t2\n")
+
+
+# -- validate binds the query without Spark -----------------------------------------------------
+
+
+def footer_project(root: Path, query: str) -> Path:
+    """A spec over a parquet source written with pyarrow, its schema not declared."""
+    (root / "data" / "sales").mkdir(parents=True)
+    table = pa.table({"category": ["a", "b"], "price": pa.array([5, 2], pa.int64()),
+                      "arrived_at": pa.array([0, 0], pa.timestamp("us", tz="UTC"))})
+    pq.write_table(table, root / "data" / "sales" / "part-0.parquet")
+    spec = root / "spec.yaml"
+    spec.write_text(f"""name: footers
+query: |
+{chr(10).join('  ' + line for line in query.splitlines())}
+sources:
+  sales: {{path: data/sales, format: parquet, arrival: {{column: arrived_at}}, expected: [0.5, 0.5]}}
+schedule: {{at: ["2026-01-01T12:00:00", "2026-01-02T00:00:00"], deliver: last}}
+objective: {{preset: deadline}}
+""")
+    return spec
+
+
+def test_validate_binds_the_query_against_parquet_footers(tmp_path: Path) -> None:
+    spec = footer_project(tmp_path, "SELECT category, SUM(price) AS total\nFROM sales GROUP BY category")
+    result = CliRunner().invoke(main, ["validate", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert "query not bound" not in result.output
+
+
+def test_validate_names_an_unknown_column_and_its_position(tmp_path: Path) -> None:
+    spec = footer_project(tmp_path, "SELECT category,\n       SUM(prize) AS total\nFROM sales GROUP BY category")
+    result = CliRunner().invoke(main, ["validate", str(spec)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output, result.output
+    assert f"{spec}: query:" in result.stderr and "prize" in result.stderr and "(line 2, column" in result.stderr, \
+        result.stderr
+
+
+def test_validate_says_when_a_source_needs_spark_to_bind(tmp_path: Path) -> None:
+    spec = footer_project(tmp_path, "SELECT category FROM sales")
+    (tmp_path / "data" / "sales" / "part-0.parquet").unlink()
+    folder = tmp_path / "data" / "sales" / "day=1"
+    folder.mkdir()
+    pq.write_table(pa.table({"category": ["a"]}), folder / "part-0.parquet")  # a partition folder: Spark's to read
+    result = CliRunner().invoke(main, ["validate", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert "query not bound: the columns of sales need Spark to read" in result.stdout, result.stdout

@@ -84,10 +84,8 @@ def listed_problems(folder: Path, listed: Mapping[str, int], describe: Callable[
 
 def parquet_rows(folder: Path) -> int | None:
     """The rows of a local parquet folder from its files' footers (``None``: not readable so)."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - pyarrow comes with pyspark's SQL extras
-        return None
+    import pyarrow.parquet as pq
+
     total = 0
     for name in inventory(folder):
         if name.endswith(".parquet"):
