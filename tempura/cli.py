@@ -594,6 +594,7 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
                    "by default the spec's output mode, as tempura run delivers.")
 @click.option("--no-rule", "no_rule", multiple=True, help="Disable a rule by name (repeatable).")
 @click.option("--sql", "show_sql", is_flag=True, help="Print each fragment's Spark SQL.")
+@click.option("--verbose", "-v", is_flag=True, help="Also name the memo's forms and groups (SD[0,2] of G8).")
 @click.option("--selector", type=click.Choice(SELECTOR_CHOICES), default="auto", show_default=True,
               help="What chooses the kept states: the ILP when small enough else the greedy (auto), one of them always, "
                    "or off (the memo search's own plan, sharing nothing).")
@@ -607,7 +608,7 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
               help="The workdir of tempura run: the job's statistics are read there (and collected where missing).")
 @user_errors
 def plan_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, method: str, output: str | None,
-                 no_rule: tuple[str, ...], show_sql: bool, selector: str, ilp_limit: int | None, state_budget: str | None,
+                 no_rule: tuple[str, ...], show_sql: bool, verbose: bool, selector: str, ilp_limit: int | None, state_budget: str | None,
                  cost: tuple[str, ...], workdir: str) -> None:
     """The multi-time-point plan of standing queries: fragments per time point, methods, the kept
     states (when each is saved, who reads it, its size, what chose it), estimated rows and cost,
@@ -626,11 +627,11 @@ def plan_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, meth
                 raise click.BadParameter(str(error).removeprefix("state budget: "), param_hint="--state-budget") from None
             raise
         if fmt == "json":
-            click.echo(json.dumps(chosen.to_json(), indent=2, default=str))
+            click.echo(json.dumps(chosen.to_json(verbose), indent=2, default=str))
         elif fmt == "dot":
-            click.echo(chosen.dot())
+            click.echo(chosen.dot(verbose))
         else:
-            click.echo(chosen.text(sql=show_sql))
+            click.echo(chosen.text(sql=show_sql, verbose=verbose))
 
     _each(specs, select, one)
 

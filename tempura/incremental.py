@@ -442,6 +442,35 @@ class Chooser(Protocol):
     def pick(self, handle: Hashable) -> Pick: ...
 
 
+def template_text(memo: Memo, group: int) -> str:
+    """A group of the query as a user reads it: the query's result, or the operator that makes
+    it and the tables beneath (``Aggregate over returns, sales``)."""
+    if memo.root is not None and memo.find(group) == memo.find(memo.root):
+        return "the result"
+    first = memo.group(group).exprs[0]
+    tables: set[str] = set()
+    seen: set[int] = set()
+
+    def walk(node: LogicalPlan) -> None:
+        if isinstance(node, GroupRef):
+            if node.group not in seen:
+                seen.add(node.group)
+                walk(memo.group(node.group).exprs[0])
+            return
+        if isinstance(node, Scan):
+            tables.add(node.table)
+        elif isinstance(node, SourceRead):
+            tables.add(node.scan.table)
+        for child in node.inputs:
+            walk(child)
+
+    walk(first)
+    over = f" over {', '.join(sorted(tables))}" if tables else ""
+    if isinstance(first, (Scan, SourceRead)):
+        return next(iter(tables))
+    return f"{first.operator}{over}"
+
+
 class Extractor:
     """Turns a plan choice into fragments and kept states.
 
@@ -466,6 +495,8 @@ class Extractor:
         self.states: dict[str, KeptState] = {}
         self._next = 0
         self._forms = {self.memo.find(g): f"{f} of G{t}" for (t, f), g in expansion._forms.items()}
+        self._described = {self.memo.find(g): f"{f.describe()} of {template_text(memo, t)}"
+                           for (t, f), g in expansion._forms.items()}
         self.used: set[int] = set()  # the groups the fragments compute
         self._built: dict[str, _Building] = {}  # fragment id -> what its plan was built from
 
@@ -507,6 +538,7 @@ class Extractor:
             time=time,
             method=method,
             form=self._forms.get(group, f"G{group}"),
+            computes=self._described.get(group, template_text(self.memo, group)),
             plan=plan,
             hints=hints,
             sources=tuple(sorted(building.sources, key=lambda r: r.view)),
@@ -525,7 +557,7 @@ class Extractor:
             producer.keeps = next(f"s{n}" for n in range(len(self.states) + 1, len(taken) + 2) if f"s{n}" not in taken)
             producer.cost = producer.cost + CostVector.at(producer.time, self.save(stats), self.objective)  # type: ignore[arg-type]
             self.states[producer.keeps] = KeptState(producer.keeps, producer.time, [], [], stats.rows, stats.bytes, producer.form,
-                                                   producer.id, self._keys.get(self.memo.find(group), ""))
+                                                   producer.id, self._keys.get(self.memo.find(group), ""), producer.computes)
         return self.states[producer.keeps]
 
     def _build(self, handle: Hashable, into: _Building, hints: dict[LogicalPlan, JoinHint], lines: list[str], depth: int) -> LogicalPlan:

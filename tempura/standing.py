@@ -75,19 +75,26 @@ class PlanChoice:
     plan: MultiTimePlan
     alternatives: dict[str, MultiTimePlan] = field(default_factory=dict)
 
-    def text(self, sql: bool = False) -> str:
-        """The plan as ``tempura plan`` prints it, then the methods side by side."""
+    def text(self, sql: bool = False, verbose: bool = False) -> str:
+        """The plan as ``tempura plan`` prints it, then the methods side by side; ``verbose``
+        adds the memo's names of forms and groups."""
         from tempura.tvr.render import alternatives_text, plan_text
 
-        return f"{plan_text(self.plan, sql=sql)}\n\nmethods (* = this plan):\n{alternatives_text(self.alternatives, self.method)}"
+        return (f"{plan_text(self.plan, sql=sql, verbose=verbose)}\n\nmethods (* = this plan):\n"
+                f"{alternatives_text(self.alternatives, self.method)}")
 
-    def dot(self) -> str:
+    def dot(self, verbose: bool = False) -> str:
         from tempura.tvr.render import plan_dot
 
-        return plan_dot(self.plan)
+        return plan_dot(self.plan, verbose)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, verbose: bool = False) -> dict[str, Any]:
+        """The plan's JSON (``plan.json``) and every method's summary; the memo's names of forms
+        (``form``) only when ``verbose``."""
         data = self.plan.to_json()
+        if not verbose:
+            for item in (*data.get("fragments", []), *data.get("states", [])):
+                item.pop("form", None)
         data["alternatives"] = {m: p.summary() for m, p in self.alternatives.items()}
         return data
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,50 @@ def test_json_has_the_plan_format(spec: Path) -> None:
 def test_dot(spec: Path) -> None:
     dot = plan(spec, "--format", "dot", "--method", "ivm")
     assert dot.startswith("digraph plan {") and "cluster_t1" in dot and "->" in dot
+
+
+MEMO_NAMES = re.compile(r"\bG\d+\b|\b(SS|SD|PS|VD)\[\d")
+
+
+def test_plans_speak_the_users_words_and_the_memos_only_when_verbose(spec: Path, tmp_path: Path) -> None:
+    """Fragments and states are named by what they compute over which tables, in text, JSON
+    and DOT; the memo's names (``SD[0,2] of G8``) only with --verbose. DOT shows every time
+    point, one that runs nothing too, in order, and each kept state as an edge."""
+    late = tmp_path / "late.yaml"  # nothing can run at t1 of three: every source lands later
+    late.write_text(SPEC.replace("at: [1, 2]", "at: [1, 2, 3]").replace("expected: [0.6, 0.4]", "expected: [0, 0.6, 0.4]")
+                    .replace("expected: [0.4, 0.6]", "expected: [0, 0.4, 0.6]").replace("deliver: every", "deliver: last"),
+                    encoding="utf-8")
+    text = plan(late, "--method", "ivm")
+    fragment_lines = [line for line in text.splitlines() if re.match(r"^  f\d+ \[", line)]
+    assert fragment_lines and all(" of the result -> " in line or " over " in line for line in fragment_lines), text
+    header = text.split("\nmethods (* = this plan):")[0]
+    assert not [line for line in header.splitlines() if MEMO_NAMES.search(line) and not line.startswith("      ")], header
+    verbose = plan(late, "--method", "ivm", "--verbose")
+    assert re.search(r" of the result \((SS|SD|PS|VD)\[[\d,]+\] of G\d+\) -> ", verbose), verbose
+
+    data = json.loads(plan(late, "--method", "ivm", "--format", "json"))
+    assert all("form" not in f and f["computes"] for f in data["fragments"]), data["fragments"]
+    assert all(f["inputs"]["reads"] for f in data["fragments"] if f["inputs"]["sources"])
+    data = json.loads(plan(late, "--method", "ivm", "--format", "json", "--verbose"))
+    assert all(MEMO_NAMES.search(f["form"]) for f in data["fragments"])
+
+    dot = plan(late, "--method", "ivm", "--format", "dot")
+    assert not MEMO_NAMES.search(dot), dot
+    assert [int(t) for t in re.findall(r"subgraph cluster_t(\d+)", dot)] == [1, 2, 3]
+    assert re.search(r't1_at \[shape=plaintext, label="nothing runs"\]', dot), dot
+    assert "t1_at -> t2_at" in dot and "t2_at -> t3_at" in dot
+    states = {s["id"] for s in data["states"]}
+    assert states and all(re.search(rf'-> f\d+ \[label="{s}: ', dot) for s in states), dot
+
+
+def test_a_source_folder_without_data_is_a_one_line_error(spec: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "spec.yaml"
+    copy.write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "data" / "sales").mkdir(parents=True)
+    result = CliRunner().invoke(main, ["plan", str(copy), "--workdir", str(tmp_path / "w")])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {copy}: cannot collect the statistics of sales: ") and \
+        result.output.count("\n") == 1, result.output
 
 
 def test_errors_are_one_line(spec: Path, tmp_path: Path) -> None:

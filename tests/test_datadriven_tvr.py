@@ -76,7 +76,7 @@ class TvrFile(StatsFile):
         if case.directive == "tvr-plan":
             if method not in plans:
                 return f"no {method} plan"
-            return plan_text(plans[method])
+            return plan_text(plans[method], verbose=True)
         if case.directive == "tvr-methods":
             return alternatives_text(plans, method)
         raise ValueError(f"unknown directive {case.directive}")

@@ -169,10 +169,17 @@ def stale_sources(spec: Spec, stats_root: Path, spark: SparkSession | None = Non
 
 def analyze_sources(spark: SparkSession, spec: Spec, stats_root: Path, stale: list[str]) -> None:
     """Collect statistics of the ``stale`` sources into ``stats_root``."""
+    from pyspark.errors import PySparkException
+
+    from tempura.runtime.executor import spark_error_message
     from tempura.stats.collect import analyze_tables
 
     if stale:
-        analyze_tables(spark, spec.catalog(), stale, StatsStore(stats_root))
+        try:
+            analyze_tables(spark, spec.catalog(), stale, StatsStore(stats_root))
+        except PySparkException as error:  # e.g. a source folder without a data file
+            raise TempuraError(f"{spec.path}: cannot collect the statistics of {', '.join(stale)}: "
+                               f"{spark_error_message(error)}") from None
 
 
 def prepare_job(spec: Spec, stats_root: Path, spark: SparkSession | None = None,

@@ -54,6 +54,14 @@ class Form:
         start = self.start if self.start == 0 and not self.is_delta else self.start + by
         return Form(self.kind, start, self.end + by)
 
+    def describe(self) -> str:
+        """The form as a user reads it: ``snapshot at t2``, ``changes in (t1, t3]``, ``changes
+        up to t2``, ``partial aggregates at t2``, ``partial-aggregate changes in (t1, t3]``."""
+        span = f"up to t{self.end}" if self.start == 0 else f"in (t{self.start}, t{self.end}]"
+        return {FormKind.SNAPSHOT: f"snapshot at t{self.end}", FormKind.DELTA: f"changes {span}",
+                FormKind.PARTIAL: f"partial aggregates at t{self.end}",
+                FormKind.VALUE_DELTA: f"partial-aggregate changes {span}"}[self.kind]
+
     def __str__(self) -> str:
         if self.is_delta:
             return f"{self.kind.value}[{self.start},{self.end}]"

@@ -101,6 +101,13 @@ class SourceRead(TvrOperator):
         """The name the runtime registers this read under."""
         return f"{self.scan.table}__{'sd' if self.delta else 'ss'}_{self.start}_{self.end}"
 
+    def describe(self) -> str:
+        """The read as a user reads it: ``sales, changes up to t2``."""
+        span = f"up to t{self.end}" if not self.start else f"in (t{self.start}, t{self.end}]"
+        if self.delta:
+            return f"{self.scan.table}, changes {span}"
+        return f"{self.scan.table}, rows landed {span}" if self.start else f"{self.scan.table}, snapshot at t{self.end}"
+
     def details(self) -> str:
         return f"{self.scan.details()} {self.form}"
 

@@ -46,6 +46,7 @@ class Fragment:
     delivers: bool = False
     keeps: str | None = None  # the id of the state it writes
     fallback: str = ""  # under a forced method it does not run: why it runs ``method`` instead
+    computes: str = ""  # ``form`` as a user reads it: "changes up to t2 of Aggregate over sales, returns"
 
     @property
     def output(self) -> str:
@@ -64,7 +65,9 @@ class Fragment:
             "time": self.time,
             "method": self.method,
             "form": self.form,
-            "inputs": {"sources": [s.view for s in self.sources], "states": list(self.states)},
+            "computes": self.computes,
+            "inputs": {"sources": [s.view for s in self.sources], "states": list(self.states),
+                       "reads": [s.describe() for s in self.sources]},
             "output": self.output,
             "keeps": self.keeps,
             "estimated_rows": self.rows,
@@ -88,6 +91,7 @@ class KeptState:
     form: str
     produced_by: str = ""  # the fragment that computes and saves it
     key: str = ""  # what it holds, comparable across plannings of the query (incremental.state_keys; "" if unknown)
+    computes: str = ""  # ``form`` as a user reads it
 
     @property
     def last_read(self) -> int:
@@ -104,6 +108,7 @@ class KeptState:
             "estimated_rows": self.rows,
             "estimated_bytes": self.bytes,
             "form": self.form,
+            "computes": self.computes,
             "key": self.key,
         }
 

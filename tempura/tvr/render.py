@@ -12,15 +12,23 @@ from collections import Counter
 from typing import Mapping
 
 from tempura.cost.model import format_bytes, format_time
-from tempura.tvr.plan import MultiTimePlan
+from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
 
 
 def _vector(plan: MultiTimePlan) -> str:
     return "[" + ", ".join(format_time(t) for t in plan.cost.times) + "]"
 
 
-def plan_text(plan: MultiTimePlan, physical: bool = True, sql: bool = False) -> str:
-    """One plan, time point by time point."""
+def _computes(item: Fragment | KeptState, verbose: bool) -> str:
+    """What a fragment or state computes, as the user wrote the query; with the memo's form
+    (``SD[0,2] of G8``) only when ``verbose``."""
+    text = item.computes or item.form
+    return f"{text} ({item.form})" if verbose and item.computes else text
+
+
+def plan_text(plan: MultiTimePlan, physical: bool = True, sql: bool = False, verbose: bool = False) -> str:
+    """One plan, time point by time point; ``verbose`` adds the memo's names of forms and
+    groups, and the physical plans' memo details."""
     tp = plan.time_points
     weights = ", ".join(f"{w:g}" for w in plan.objective.weights)
     lines = [
@@ -32,24 +40,25 @@ def plan_text(plan: MultiTimePlan, physical: bool = True, sql: bool = False) -> 
         fragments = plan.at(t)
         lines.append(f"t{t} ({tp.value(t)}): {len(fragments)} fragment{'s' if len(fragments) != 1 else ''}")
         for f in fragments:
-            inputs = [s.view for s in f.sources] + [f"state {s}" for s in f.states]
+            inputs = [s.describe() for s in f.sources] + [f"state {s}" for s in f.states]
             keeps = f" {f.keeps}" if f.keeps else ""
             lines.append(
-                f"  {f.id} [{f.method}] {f.form} -> {f.output}{keeps}  rows={f.rows:.4g} cost={format_time(f.cost.times[t - 1])} stages={f.cost.stages:.0f}"
+                f"  {f.id} [{f.method}] {_computes(f, verbose)} -> {f.output}{keeps}  rows={f.rows:.4g} "
+                f"cost={format_time(f.cost.times[t - 1])} stages={f.cost.stages:.0f}"
             )
-            lines.append(f"    reads: {', '.join(inputs) if inputs else 'nothing'}")
+            lines.append(f"    reads: {'; '.join(inputs) if inputs else 'nothing'}")
             if physical:
                 lines.extend("    " + line for line in f.physical.splitlines())
             if sql:
                 lines.extend("    " + line for line in f.sql().splitlines())
-    lines.extend(states_text(plan))
+    lines.extend(states_text(plan, verbose))
     if plan.notes:
         lines.append("notes:")
         lines.extend(f"  {n}" for n in plan.notes)
     return "\n".join(lines)
 
 
-def states_text(plan: MultiTimePlan) -> list[str]:
+def states_text(plan: MultiTimePlan, verbose: bool = False) -> list[str]:
     """The kept states' own section: who chose them, the most bytes alive at once against the
     budget, and per state when it is saved, by which fragment, who reads it and its size."""
     budget = f", budget {format_bytes(plan.state_budget)}" if plan.state_budget is not None else ""
@@ -62,7 +71,7 @@ def states_text(plan: MultiTimePlan) -> list[str]:
         reads = Counter(zip(s.read_by, s.read_at))
         readers = ", ".join(f"{r}@t{at}" + (f" ×{n}" if n > 1 else "") for (r, at), n in reads.items())
         by = f" by {s.produced_by}" if s.produced_by else ""
-        lines.append(f"  {s.id} {s.form}: saved at t{s.produced_at}{by}, read by {readers or 'nothing'}, dropped after "
+        lines.append(f"  {s.id} {_computes(s, verbose)}: saved at t{s.produced_at}{by}, read by {readers or 'nothing'}, dropped after "
                      f"t{s.last_read}; rows={s.rows:.4g} size={format_bytes(s.bytes)}")
     return lines
 
@@ -86,19 +95,44 @@ def alternatives_text(plans: Mapping[str, MultiTimePlan], chosen: str = "auto") 
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def plan_dot(plan: MultiTimePlan) -> str:
-    """Fragments as nodes (one cluster per time point), kept states as edges, in DOT."""
-    lines = ["digraph plan {", "  rankdir=LR;", "  node [shape=box, fontname=Helvetica];"]
-    for t in plan.time_points.indices:
-        lines.append(f"  subgraph cluster_t{t} {{ label=\"t{t}\";")
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def plan_dot(plan: MultiTimePlan, verbose: bool = False) -> str:
+    """The plan in DOT: one column per time point, in order, each with the fragments that run
+    then (the delivering ones bold; "nothing runs" when none do), and the kept states as edges
+    from the fragment that saves each to those that read it."""
+    tp = plan.time_points
+    lines = ["digraph plan {", "  rankdir=LR; newrank=true; compound=true;",
+             "  node [shape=box, fontname=Helvetica, fontsize=10]; edge [fontname=Helvetica, fontsize=9];"]
+    for t in tp.indices:
+        lines.append(f"  subgraph cluster_t{t} {{")
+        lines.append(f'    label="t{t}  {_quoted(str(tp.value(t)))}"; style=rounded; color=gray60;')
+        lines.append(f'    t{t}_at [shape=plaintext, label="{"" if plan.at(t) else "nothing runs"}"];')
         for f in plan.at(t):
-            label = f"{f.id} [{f.method}]\\n{f.form}\\n{f.output} rows={f.rows:.3g}"
+            reads = "\\n".join(_quoted(s.describe()) for s in f.sources)
+            label = (f"{f.id} [{f.method}]\\n{_quoted(_computes(f, verbose))}\\n-> {f.output} rows={f.rows:.3g}"
+                     + (f"\\nreads: {reads}" if reads else ""))
             style = ", style=bold" if f.delivers else ""
-            lines.append(f"    {f.id} [label=\"{label}\"{style}];")
+            lines.append(f'    {f.id} [label="{label}"{style}];')
         lines.append("  }")
+    for a, b in zip(tp.indices, list(tp.indices)[1:]):  # the time axis, left to right: each time
+        # point's fragments after its anchor and before the next time point's
+        lines.append(f"  t{a}_at -> t{b}_at [style=invis, weight=10];")
+        for f in plan.at(a):
+            lines.append(f"  {f.id} -> t{b}_at [style=invis];")
+    for t in tp.indices:
+        for f in plan.at(t):
+            lines.append(f"  t{t}_at -> {f.id} [style=invis];")
     producer = {f.keeps: f.id for f in plan.fragments if f.keeps}
+    computes = {s.id: _computes(s, verbose) for s in plan.states}
     for f in plan.fragments:
         for s in f.states:
-            lines.append(f"  {producer[s]} -> {f.id} [label=\"{s}\"];")
+            source = producer.get(s)
+            if source is None:  # a state an earlier run saved
+                source = f"{s}_committed"
+                lines.append(f'  {source} [shape=note, label="{s} (saved by an earlier run)"];')
+            lines.append(f'  {source} -> {f.id} [label="{s}: {_quoted(computes.get(s, s))}"];')
     lines.append("}")
     return "\n".join(lines)
