@@ -12,12 +12,13 @@ work per time point of each method side by side.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from benchmarks.charts import colour, time_point_axis
 from tempura.scheduler.simulation import MethodRun
 from tempura.standing import StandingQuery
 
@@ -93,8 +94,9 @@ def same_plans(runs: list[MethodRun]) -> str | None:
     return f"auto runs the very plan of {', '.join(same)}: the measured difference is noise"
 
 
-def chart(results: dict[str, list[MethodRun]], path: Path) -> Path:
-    """Executor CPU per time point of each method, one panel per scenario, as a PNG."""
+def figure(results: dict[str, list[MethodRun]]) -> Any:
+    """Executor CPU per time point of each method, one panel per scenario, each method in its
+    colour in every panel."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -106,12 +108,21 @@ def chart(results: dict[str, list[MethodRun]], path: Path) -> Path:
         width = 0.8 / max(1, len(runs))
         for j, run in enumerate(runs):
             xs = [p.index - 0.4 + width * (j + 0.5) for p in run.points]
-            ax.bar(xs, [p.cpu_seconds for p in run.points], width, label=f"{run.method} ({run.measured_objective:.2g})")
-        ax.set_xticks(range(1, k + 1), [f"t{i}" for i in range(1, k + 1)])
+            ax.bar(xs, [p.cpu_seconds for p in run.points], width, color=colour(run.method),
+                   label=f"{run.method} ({run.measured_objective:.2g})")
+        time_point_axis(ax, k)
         ax.set_title(name)
         ax.set_ylabel("executor CPU seconds")
         ax.legend(title="method (objective)", fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def chart(results: dict[str, list[MethodRun]], path: Path) -> Path:
+    """:func:`figure` as a PNG at ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(results)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -134,4 +145,4 @@ def main(spark: SparkSession, scale: float = 0.01, workdir: str | Path = ".tempu
     return wrong
 
 
-__all__ = ["METHODS", "SCENARIOS", "chart", "comparison_table", "main", "run_scenario", "same_plans"]
+__all__ = ["METHODS", "SCENARIOS", "chart", "figure", "comparison_table", "main", "run_scenario", "same_plans"]

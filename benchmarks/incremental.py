@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from benchmarks.charts import colour, time_point_axis
 from tempura.runtime import compare_results
 from tempura.scheduler.reference import reference
 from tempura.scheduler.spec import Spec
@@ -212,8 +213,9 @@ def verdicts(contenders: dict[str, Contender], weights: Sequence[float]) -> dict
     return out
 
 
-def chart(results: dict[str, Any], path: Path) -> None:
-    """Median executor CPU per time point of each contender, one panel per scenario."""
+def figure(results: dict[str, Any]) -> Any:
+    """Median executor CPU per time point of each contender, one panel per scenario, each
+    contender in its colour in every panel."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -227,16 +229,25 @@ def chart(results: dict[str, Any], path: Path) -> None:
         contenders = results[name]["contenders"]
         shown = [(n, c) for n, c in contenders.items() if "cpu_median" in c]
         width = 0.8 / max(1, len(shown))
+        k = max((len(c["cpu_median"]) for _, c in shown), default=0)
         for j, (n, c) in enumerate(shown):
             xs = [i + 1 - 0.4 + width * (j + 0.5) for i in range(len(c["cpu_median"]))]
-            ax.bar(xs, c["cpu_median"], width, label=n + ("" if c["correct"] else " (wrong)"))
+            ax.bar(xs, c["cpu_median"], width, color=colour(n), label=n + ("" if c["correct"] else " (wrong)"))
+        time_point_axis(ax, k)
         ax.set_title(name, fontsize=10)
-        ax.set_xlabel("time point")
         ax.set_ylabel("CPU s (median)")
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     fig.tight_layout()
+    return fig
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    """:func:`figure` as a PNG at ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(results)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
