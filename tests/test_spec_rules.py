@@ -11,7 +11,7 @@ import pytest
 
 from tempura.catalog import Catalog, CatalogError
 from tempura.scheduler import SpecError, load_spec
-from tempura.scheduler import spec as spec_module
+from tempura.scheduler.spec import schedule as schedule_module
 from tempura.scheduler.spec import MAX_TIME_POINTS, cycle_index_at, cycle_values
 
 from test_spec import SPEC, load, write
@@ -100,14 +100,14 @@ def test_allow_many_points_is_a_boolean(tmp_path: Path) -> None:
 def test_a_late_cycle_is_computed_without_the_earlier_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = load(tmp_path, SPEC.replace("at: [1, 2, 3]", "start: 100\n  every: 5\n  points: 4"))
     asked: list[int] = []
-    generate = spec_module.generate_time_points
+    generate = schedule_module.generate_time_points
 
     def counting(*args: object, **kwargs: object) -> object:
         result = generate(*args, **kwargs)  # type: ignore[arg-type]
         asked.append(len(result))
         return result
 
-    monkeypatch.setattr(spec_module, "generate_time_points", counting)
+    monkeypatch.setattr(schedule_module, "generate_time_points", counting)
     cycle = spec.cycle(1_000_000)
     assert cycle is not None
     # Cycle n: start + (4n + i) * 5 for i = 1..4; its origin start + 4n * 5.

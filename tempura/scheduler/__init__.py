@@ -1,6 +1,6 @@
 """Running standing queries over time: the spec file and its time points, weights and sources.
 
-``load_spec`` reads and validates a spec (``spec.py``); the runner, run history and
+``load_spec`` reads and validates a spec (the ``spec`` package: model, checks, schedule); the runner, run history and
 re-optimisation hook build on the :class:`Spec` it returns.
 """
 

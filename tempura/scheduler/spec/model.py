@@ -1,0 +1,376 @@
+"""The shape of a spec file: the pydantic models of its keys, and the parsers of its values
+(time values, durations, sizes, times of day). pydantic checks each key's shape here; the rules
+that tie keys together are :mod:`checks`'."""
+
+from __future__ import annotations
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from sqlglot.dialects.dialect import Dialects
+from tempura.catalog import Format
+from tempura.errors import TempuraError
+from tempura.tvr.arrival import SourceArrival
+from tempura.tvr.time import TimeValue
+
+
+# Under the ``deadline`` preset, work before the last time point costs this much per unit: idle
+# hours are nearly free, yet among plans equal at the deadline the one doing less work wins.
+DEADLINE_EPSILON = 1e-3
+
+
+_DURATION = re.compile(r"(\d+)\s*([wdhms])")
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)")
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+_DURATION_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+_JOB_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+class SpecError(TempuraError):
+    """The spec file of a standing query is missing, malformed or inconsistent."""
+
+
+def parse_time_value(raw: object) -> TimeValue:
+    """A time point from YAML: an integer, a date or a timestamp (also as ISO text)."""
+    if isinstance(raw, bool):
+        raise ValueError(f"{raw!r} is not a time point (an integer, an ISO date or an ISO timestamp)")
+    if isinstance(raw, (int, dt.date)):  # dt.datetime is a dt.date
+        return raw
+    if isinstance(raw, str):
+        text = raw.strip()
+        try:
+            if _ISO_DATE.fullmatch(text):
+                return dt.date.fromisoformat(text)
+            return dt.datetime.fromisoformat(text)
+        except ValueError:
+            pass
+    raise ValueError(f"{raw!r} is not a time point (an integer, an ISO date or an ISO timestamp)")
+
+
+def parse_duration(raw: object) -> dt.timedelta | int:
+    """``every``: a duration such as ``6h``, ``30m``, ``1d``, ``90s``, ``1h30m`` (units w, d, h,
+    m, s), or a positive integer step between integer time points."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if raw <= 0:
+            raise ValueError(f"must be positive, not {raw}")
+        return raw
+    text = raw.strip().lower() if isinstance(raw, str) else ""
+    parts = _DURATION.findall(text)
+    if not text or _DURATION.sub("", text).strip():
+        raise ValueError(f"{raw!r} is not a duration such as 6h, 30m, 1d or 90s")
+    duration = sum((dt.timedelta(**{_DURATION_UNITS[unit]: int(n)}) for n, unit in parts), dt.timedelta())
+    if duration <= dt.timedelta():
+        raise ValueError(f"the duration must be positive, not {raw!r}")
+    return duration
+
+
+def parse_size(raw: object) -> float:
+    """``state_budget``: a size such as ``10GB``, ``512 MB``, ``1.5TB`` or ``2GiB`` (B, kB, MB,
+    GB, TB are powers of 1000; KiB, MiB, GiB, TiB of 1024), or a number of bytes."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if raw < 0:
+            raise ValueError(f"a size must not be negative, not {raw}")
+        return float(raw)
+    match = _SIZE.fullmatch(raw.strip().lower()) if isinstance(raw, str) else None
+    if match is None or match.group(2) not in _SIZE_UNITS:
+        raise ValueError(f"{raw!r} is not a size such as 10GB, 512MB or 2GiB")
+    return float(match.group(1)) * _SIZE_UNITS[match.group(2)]
+
+
+def _number(raw: object) -> float:
+    # pydantic's lax floats take True and "0.5"; in a spec those are mistakes.
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise ValueError(f"{raw!r} is not a number")
+    if not math.isfinite(raw):
+        raise ValueError(f"{raw!r} is not a finite number")
+    return float(raw)
+
+
+def _scientific(raw: object) -> float:
+    # YAML 1.1 reads 1e9 (no dot) as text; a cost constant may be written either way.
+    if isinstance(raw, str):
+        try:
+            raw = float(raw)
+        except ValueError:
+            raise ValueError(f"{raw!r} is not a number") from None
+    return _number(raw)
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
+def _reader_options(raw: object) -> object:
+    if not isinstance(raw, dict):
+        return raw  # pydantic reports the wrong type
+    options = {}
+    for key, value in raw.items():
+        if isinstance(value, bool):
+            options[key] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            options[key] = str(value)
+        else:
+            raise ValueError(f"option '{key}' must be a string, a number or a boolean")
+    return options
+
+
+NonNegative = Annotated[float, BeforeValidator(_number), Field(ge=0)]
+
+
+Text = Annotated[str, AfterValidator(_non_empty)]
+
+
+TimePointValue = Annotated[TimeValue, BeforeValidator(parse_time_value)]
+
+
+Duration = Annotated[dt.timedelta | int, BeforeValidator(parse_duration)]
+
+
+Size = Annotated[float, BeforeValidator(parse_size)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArrivalColumn(_Strict):
+    """``arrival``: the column holding each row's arrival time (``column``), or ``by: file``: a
+    file's rows arrive at the first time point at which tempura finds the file. ``with`` maps
+    sources declaring a ``key`` to a column of this one: each row lands in the interval in which
+    the row whose key it holds lands (a line item with its order); with ``within``, it lands
+    with that row or at most ``within`` after it (a return within 12 hours of its sale)."""
+
+    column: Text | None = None
+    by: Literal["file"] | None = None
+    with_: dict[str, Text] = Field(default={}, alias="with")
+    within: Duration | None = None
+
+
+class ChangeColumns(_Strict):
+    """``changes``: the source delivers change data; rows whose op column holds one of
+    ``insert_values`` are insertions, one of ``delete_values`` deletions (no value is both)."""
+
+    op_column: Text
+    """The column saying what each row is: an insertion or a deletion."""
+    insert_values: tuple[Text, ...] = ("I",)
+    """The op column's values marking an insertion."""
+    delete_values: tuple[Text, ...] = ("D",)
+    """The op column's values marking a deletion."""
+    deletes: Literal["strict", "lenient"] = "strict"
+    """``strict``: the deletion of a row that is not there is an error; ``lenient``: such a
+    deletion is counted and dropped."""
+
+    @field_validator("insert_values", "delete_values")
+    @classmethod
+    def _some_values(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        if not values:
+            raise ValueError("needs at least one value")
+        return values
+
+
+@dataclass(frozen=True)
+class ExpectedArrival:
+    """``expected``: the share of the source's rows arriving per interval (``fractions``,
+    summing to at most 1), or the number of rows per interval (``rows``)."""
+
+    kind: Literal["fractions", "rows"]
+    values: tuple[float, ...]
+
+    def arrival(self, deletes: bool) -> SourceArrival:
+        """The arrival model it states; ``deletes``: the source may delete (share unknown)."""
+        if self.kind == "rows":
+            counted = SourceArrival.from_counts([int(v) for v in self.values])
+            return SourceArrival(counted.fractions, None if deletes else counted.deletions, counted.rows)
+        return SourceArrival.from_fractions(self.values, deletes)
+
+
+def _expected_arrival(raw: object) -> object:
+    if raw is None or isinstance(raw, ExpectedArrival):
+        return raw
+    if isinstance(raw, dict):
+        if set(raw) != {"rows"}:
+            raise ValueError("is a list of fractions or a mapping {rows: [...]}")
+        counts = raw["rows"]
+        if not isinstance(counts, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+            raise ValueError("rows must be a list of integers, one per time point")
+        if any(c < 0 for c in counts):
+            raise ValueError(f"rows must not be negative: {counts}")
+        if counts and sum(counts) == 0:
+            raise ValueError("rows must not all be 0")
+        return ExpectedArrival("rows", tuple(float(c) for c in counts))
+    if isinstance(raw, list):
+        fractions = tuple(_number(f) for f in raw)
+        if any(f < 0 for f in fractions):
+            raise ValueError(f"fractions must not be negative: {raw}")
+        if math.fsum(fractions) > 1 + 1e-9:
+            raise ValueError(f"fractions sum to {math.fsum(fractions):g}, more than 1: {raw}")
+        if fractions and math.fsum(fractions) == 0:
+            raise ValueError("fractions must not all be 0")
+        return ExpectedArrival("fractions", fractions)
+    raise ValueError("is a list of fractions or a mapping {rows: [...]}")
+
+
+class SourceSpec(_Strict):
+    """One entry of ``sources``: where a source's data lives, how its rows arrive."""
+
+    path: Text
+    format: Format = "parquet"
+    options: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
+    schema_: dict[str, Text] | None = Field(default=None, alias="schema")
+    arrival: ArrivalColumn
+    changes: ChangeColumns | None = None
+    expected: Annotated[ExpectedArrival | None, BeforeValidator(_expected_arrival)] = None
+    key: Text | None = None  # a column whose every value lands once in a cycle
+
+
+def _deliver(raw: object) -> object:
+    if raw in ("last", "every"):
+        return raw
+    if isinstance(raw, list) and raw and all(isinstance(i, int) and not isinstance(i, bool) for i in raw):
+        return tuple(raw)
+    raise ValueError("must be last, every, or a list of 1-based time point indices")
+
+
+class RangeSpec(_Strict):
+    """``range``: a periodic range query; each time point's result covers the rows that arrived
+    in the last ``length`` (``(t - length, t]``), and the window moves by ``slide``."""
+
+    length: Duration
+    slide: Duration
+
+
+def _at_value(raw: object) -> object:
+    if isinstance(raw, str) and _TIME_OF_DAY.fullmatch(raw.strip()):
+        return raw.strip()
+    return parse_time_value(raw)
+
+
+class ScheduleSpec(_Strict):
+    """``schedule``: explicit time points (``at``: values, or times of day repeated daily from
+    ``start``'s date) or ``start`` + ``i`` × ``every`` for ``points`` time points per cycle, which
+    time points deliver a result, and an optional periodic ``range``."""
+
+    at: tuple[Annotated[TimeValue | str, BeforeValidator(_at_value)], ...] | None = None
+    start: TimePointValue | None = None
+    every: Duration | None = None
+    points: Annotated[int, Field(ge=1)] | None = None
+    deliver: Annotated[Literal["last", "every"] | tuple[int, ...], BeforeValidator(_deliver)] = "last"
+    range: RangeSpec | None = None
+    allow_many_points: Annotated[bool, Field(strict=True)] = False
+    """A cycle of more than :data:`MAX_TIME_POINTS` time points is taken as a mistake (every
+    plan and manifest lists them all) unless this says it is meant."""
+
+
+class ObjectiveSpec(_Strict):
+    """``objective``: a preset, or one weight per time point (the objective is Σ w_i · c_i)."""
+
+    preset: Literal["deadline", "total"] | None = None
+    weights: tuple[NonNegative, ...] | None = None
+    margin: Annotated[float, Field(ge=0, lt=1)] | None = None  # None: the planner's default
+
+
+def _job_name(name: str) -> str:
+    _non_empty(name)
+    if not _JOB_NAME.fullmatch(name):
+        raise ValueError(f"'{name}' is not a name of letters, digits, '_', '-' and '.' (it names the job's folder)")
+    return name
+
+
+def _dialect(name: str) -> str:
+    known = sorted(d.value for d in Dialects if d.value)
+    if name.lower() not in known:
+        raise ValueError(f"unknown SQL dialect '{name}' (one of {', '.join(known)})")
+    return name.lower()
+
+
+class OutputSpec(_Strict):
+    """``output``: where delivered results go. ``snapshot`` replaces the folder with each
+    delivery; ``delta`` appends each delivery's change (with the multiplicity column ``__m``) as
+    one ``cycle=…/time_point=…`` partition."""
+
+    path: Text
+    format: Format = "parquet"
+    mode: Literal["snapshot", "delta"] = "snapshot"
+
+
+class SparkSpec(_Strict):
+    """``spark``: the master URL (default ``local[*]``, or ``TEMPURA_SPARK_MASTER``) and any
+    Spark settings."""
+
+    master: Text | None = None
+    conf: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
+
+
+def _hook_target(text: str) -> str:
+    module, _, function = text.partition(":")
+    if not module or not function or not all(part.isidentifier() for part in [*module.split("."), function]):
+        raise ValueError(f"'{text}' is not 'package.module:function'")
+    return text
+
+
+class HooksSpec(_Strict):
+    """``hooks``: ``on_run`` names a function (``package.module:function``) called with each
+    committed time point's run summary."""
+
+    on_run: Annotated[str, AfterValidator(_hook_target)] | None = None
+
+
+class SpecFile(_Strict):
+    """The whole spec file, as validated."""
+
+    name: Annotated[str, AfterValidator(_job_name)]
+    query: Text | None = None
+    query_file: Text | None = None
+    dialect: Annotated[str, AfterValidator(_dialect)] = "spark"
+    sources: dict[str, SourceSpec]
+    schedule: ScheduleSpec
+    objective: ObjectiveSpec = ObjectiveSpec(preset="deadline")
+    state_budget: Size | None = None
+    late: Literal["reject", "next"] = "reject"
+    integrity: Literal["enforced", "trusted"] = "enforced"
+    output: OutputSpec | None = None
+    spark: SparkSpec = SparkSpec()
+    hooks: HooksSpec = HooksSpec()
+    cost: dict[str, Annotated[float, BeforeValidator(_scientific), Field(ge=0)]] = {}
+    max_catch_up: Annotated[int, Field(ge=1, strict=True)] = 1
+    """How many cycles a normal run may catch up on: when the wall clock finds more cycles due,
+    the older ones are left to an explicit catch-up."""
+    allow_empty: Annotated[bool, Field(strict=True)] = False
+    """Whether a delivery with no rows may replace one that has rows (``false``: it is an error,
+    taken as a sign of missing input)."""
+
+
+# The most time points a cycle may have unless ``schedule.allow_many_points`` says more are meant:
+# every plan, manifest and weight list holds one entry per time point.
+MAX_TIME_POINTS = 10_000
+
+
+_TIME_OF_DAY = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
+
+
+def time_of_day(text: str) -> dt.timedelta:
+    """``"06:00"`` as the time since midnight; ``"24:00"`` is the next midnight."""
+    match = _TIME_OF_DAY.fullmatch(text)
+    if match is None:
+        raise ValueError(f"'{text}' is not a time of day such as 06:00")
+    hours, minutes, seconds = int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    offset = dt.timedelta(hours=hours, minutes=minutes, seconds=seconds)
+    if minutes > 59 or seconds > 59 or offset > dt.timedelta(hours=24) or hours > 24:
+        raise ValueError(f"'{text}' is not a time of day between 00:00 and 24:00")
+    return offset

@@ -1,0 +1,180 @@
+"""A validated spec (:class:`Spec`): the model, the spec file's path and the query text, and the
+values derived from them: time points, weights, sources as catalog tables, key rules, the
+expected arrival, the output's location."""
+
+from __future__ import annotations
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+from tempura.catalog import Catalog, TableSource
+from tempura.cost.model import CostConstants
+from tempura.tvr.arrival import ArrivalModel
+from tempura.tvr.bounds import KeyRule, reach
+from tempura.tvr.time import TimePoints, TimeValue
+from tempura.yamlfile import KeyPath, key_text
+from tempura.scheduler.spec.model import DEADLINE_EPSILON, SourceSpec, SpecFile
+from tempura.scheduler.spec.schedule import Cycle, cycle_index_at, cycle_values, deliver_indices
+from tempura.scheduler.spec.paths import local_path, resolved_location
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated spec: the model, the spec file's path and the query text."""
+
+    model: SpecFile
+    path: Path
+    sql: str
+    budget_key: str | None = None  # where state_budget is set ("file, line N: state_budget"), for errors
+    where: tuple[tuple[str, str], ...] = ()  # key path -> "file, line N: key path", for the paths' errors
+    home: Path | None = None  # the spec file's folder, absolute, as of loading (the working folder may change)
+
+    @property
+    def state_budget(self) -> float | None:
+        """The most bytes of kept states alive at once, if the spec limits them."""
+        return self.model.state_budget
+
+    @property
+    def max_catch_up(self) -> int:
+        """How many cycles a normal run may catch up on (``max_catch_up``, at least 1)."""
+        return self.model.max_catch_up
+
+    @property
+    def allow_empty(self) -> bool:
+        """Whether an empty delivery may replace a non-empty one (``allow_empty``)."""
+        return self.model.allow_empty
+
+    @property
+    def folder(self) -> Path:
+        """The spec file's folder: relative paths in the spec start here."""
+        return self.home if self.home is not None else self.path.resolve().parent
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def dialect(self) -> str:
+        """The sqlglot dialect of the query text."""
+        return self.model.dialect
+
+    @property
+    def sources(self) -> Mapping[str, SourceSpec]:
+        """Per-source settings, by lower-case source name (as the catalog names tables)."""
+        return {name.lower(): source for name, source in self.model.sources.items()}
+
+    def time_points(self) -> TimePoints:
+        """The cycle's time points, with the indices whose results are delivered."""
+        return self.cycle(0).time_points  # type: ignore[union-attr]
+
+    def cycle(self, n: int) -> Cycle | None:
+        """Cycle ``n`` (0-based) of the schedule, or ``None`` if the schedule has no such cycle."""
+        found = cycle_values(self.model.schedule, n)
+        if found is None:
+            return None
+        origin, values = found
+        return Cycle(n, origin, TimePoints(values, deliver_indices(self.model.schedule.deliver, len(values))))
+
+    @property
+    def window(self) -> dt.timedelta | int | None:
+        """A range query's window length, or ``None``."""
+        window = self.model.schedule.range
+        return window.length if window is not None else None
+
+    @property
+    def cost_constants(self) -> CostConstants:
+        """The cost model's constants for planning this query: the defaults, with the spec's
+        ``cost`` overrides."""
+        return CostConstants.from_mapping(self.model.cost)
+
+    @property
+    def margin(self) -> float | None:
+        """The share of recomputation's objective an incremental plan must save for ``auto`` to
+        take it; ``None``: the planner's default."""
+        return self.model.objective.margin
+
+    def weights(self) -> tuple[float, ...]:
+        """The objective's weight per time point: ``Σ w_i · c_i`` is minimised."""
+        objective = self.model.objective
+        if objective.weights is not None:
+            return tuple(objective.weights)
+        k = self.time_points().k
+        if objective.preset == "total":
+            return (1.0,) * k
+        return (DEADLINE_EPSILON,) * (k - 1) + (1.0,)
+
+    def location(self, source: str) -> str:
+        """Where ``source``'s data lives: a URI as given, a path resolved from the spec's folder."""
+        return resolved_location(self.sources[source.lower()].path, self.folder)
+
+    def output_location(self) -> str | None:
+        """Where deliveries go (``output.path``): a URI as given, a path resolved from the spec's
+        folder; ``None`` when the spec has no ``output``."""
+        output = self.model.output
+        return resolved_location(output.path, self.folder) if output is not None else None
+
+    def cycle_index_at(self, moment: TimeValue) -> int | None:
+        """The cycle spanning ``moment`` (:func:`cycle_index_at`), computed, not searched for."""
+        return cycle_index_at(self.model.schedule, moment)
+
+    def missing_paths(self) -> list[str]:
+        """One message per source path (local, or a ``file:`` URI) and ``query_file`` that does
+        not exist now: ``file, line N: sources.x.path: /abs/x does not exist``. Other URIs are
+        the cluster's to check."""
+        keys = dict(self.where)
+        paths: list[tuple[KeyPath, str]] = [(("sources", name, "path"), source.path)
+                                            for name, source in self.model.sources.items()]
+        if self.model.query_file is not None:
+            paths.append((("query_file",), self.model.query_file))
+        out = []
+        for key_path, path in paths:
+            local = local_path(path, self.folder)
+            if local is not None and not local.exists():
+                key = key_text(key_path)
+                out.append(f"{keys.get(key, f'{self.path}: {key}')}: {local} does not exist")
+        return out
+
+    def catalog(self) -> Catalog:
+        """The sources as catalog tables, named in lower case."""
+        tables = {}
+        for name, source in self.sources.items():
+            schema = {c.lower(): t.lower() for c, t in source.schema_.items()} if source.schema_ else None
+            tables[name] = TableSource(name, self.location(name), source.format, dict(source.options), schema)
+        return Catalog(tables, origin=str(self.path))
+
+    def key_rules(self) -> list[KeyRule]:
+        """The keys the spec declares (``key``), each with the columns that land with it
+        (``arrival.with``); names in lower case, domains ``"source.column"``."""
+        sources = self.sources
+        out = []
+        for name, source in sources.items():
+            if source.key is None:
+                continue
+            referencing = tuple((other, column.lower()) for other, spec in sources.items()
+                                for target, column in spec.arrival.with_.items() if target.lower() == name)
+            within = tuple(((other, column), lag) for other, column in referencing
+                           if (lag := sources[other].arrival.within) is not None)
+            out.append(KeyRule(f"{name}.{source.key.lower()}", name, source.key.lower(), referencing, within))
+        return out
+
+    def key_reach(self, cycle: Cycle) -> dict[tuple[str, str], tuple[int, ...]]:
+        """Per referencing ``(source, column)`` landing within a lag of its key (``arrival.within``),
+        how far back the keys of each interval's rows reach in ``cycle`` (:func:`tempura.tvr.bounds.reach`)."""
+        return {at: reach(cycle.time_points.values, cycle.origin, lag) for rule in self.key_rules() for at, lag in rule.within}
+
+    def key_domains(self) -> dict[str, dict[str, str]]:
+        """Per source, the columns that hold keys landing once and the key's domain."""
+        out: dict[str, dict[str, str]] = {}
+        for rule in self.key_rules():
+            for source, column in rule.columns:
+                out.setdefault(source, {})[column] = rule.domain
+        return out
+
+    def expected_arrival(self) -> ArrivalModel:
+        """The arrival model the spec states, for the sources that declare ``expected``; the
+        others are measured (:func:`tempura.tvr.arrival.measure`) and added with ``with_source``."""
+        model = ArrivalModel(self.time_points().k)
+        for name, source in self.sources.items():
+            if source.expected is not None:
+                model = model.with_source(name, source.expected.arrival(deletes=source.changes is not None))
+        return model
