@@ -60,10 +60,30 @@ tie keys together (``checks``).
 """
 
 from tempura.scheduler.spec.checks import load_spec
-from tempura.scheduler.spec.model import (DEADLINE_EPSILON, MAX_TIME_POINTS, ArrivalColumn, ChangeColumns, HooksSpec,
-                                          ObjectiveSpec, OutputSpec, RangeSpec, ScheduleSpec, SourceSpec, SparkSpec,
-                                          SpecError, SpecFile, parse_duration, parse_size, parse_time_value)
-from tempura.scheduler.spec.schedule import Cycle, cycle_index_at, cycle_values, generate_time_points
+from tempura.scheduler.spec.model import (
+                                          DEADLINE_EPSILON,
+                                          MAX_TIME_POINTS,
+                                          ArrivalColumn,
+                                          ChangeColumns,
+                                          HooksSpec,
+                                          ObjectiveSpec,
+                                          OutputSpec,
+                                          RangeSpec,
+                                          ScheduleSpec,
+                                          SourceSpec,
+                                          SparkSpec,
+                                          SpecError,
+                                          SpecFile,
+                                          parse_duration,
+                                          parse_size,
+                                          parse_time_value,
+)
+from tempura.scheduler.spec.schedule import (
+                                          Cycle,
+                                          cycle_index_at,
+                                          cycle_values,
+                                          generate_time_points,
+)
 from tempura.scheduler.spec.validated import Spec
 
 __all__ = ["DEADLINE_EPSILON", "MAX_TIME_POINTS", "ArrivalColumn", "ChangeColumns", "Cycle", "HooksSpec", "ObjectiveSpec",

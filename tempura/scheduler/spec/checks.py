@@ -4,6 +4,7 @@ one weight per time point, declared columns, paths). Every error is a :class:`Sp
 one-line message names the file, the line and the key path."""
 
 from __future__ import annotations
+
 import datetime as dt
 import difflib
 import re
@@ -11,16 +12,31 @@ import types
 import typing
 from pathlib import Path
 from typing import Annotated, NoReturn, Sequence
+
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
+
 from tempura.cost.model import CostConstants
 from tempura.errors import TempuraError
+from tempura.scheduler.spec.model import (
+    MAX_TIME_POINTS,
+    ObjectiveSpec,
+    ScheduleSpec,
+    SourceSpec,
+    SpecError,
+    SpecFile,
+    time_of_day,
+)
+from tempura.scheduler.spec.paths import (
+    climbs_out,
+    local_path,
+    path_overlap,
+    relative_part,
+)
+from tempura.scheduler.spec.schedule import cycle_values, deliver_indices, time_kind
+from tempura.scheduler.spec.validated import Spec
 from tempura.tvr.time import TimePoints, TimeValue
 from tempura.yamlfile import KeyPath, YamlDocument, key_text, load_yaml
-from tempura.scheduler.spec.model import MAX_TIME_POINTS, ObjectiveSpec, ScheduleSpec, SourceSpec, SpecError, SpecFile, time_of_day
-from tempura.scheduler.spec.schedule import cycle_values, deliver_indices, time_kind
-from tempura.scheduler.spec.paths import climbs_out, local_path, path_overlap, relative_part
-from tempura.scheduler.spec.validated import Spec
 
 
 def load_spec(path: str | Path) -> Spec:

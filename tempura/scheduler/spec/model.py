@@ -3,18 +3,27 @@
 that tie keys together are :mod:`checks`'."""
 
 from __future__ import annotations
+
 import datetime as dt
 import math
 import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+)
 from sqlglot.dialects.dialect import Dialects
+
 from tempura.catalog import Format
 from tempura.errors import TempuraError
 from tempura.tvr.arrival import SourceArrival
 from tempura.tvr.time import TimeValue
-
 
 # Under the ``deadline`` preset, work before the last time point costs this much per unit: idle
 # hours are nearly free, yet among plans equal at the deadline the one doing less work wins.

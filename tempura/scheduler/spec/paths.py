@@ -2,6 +2,7 @@
 and inside it, an absolute path, or a URI Spark reads (``file:``, ``hdfs:``, ``s3a:``, …)."""
 
 from __future__ import annotations
+
 import os
 import re
 from pathlib import Path

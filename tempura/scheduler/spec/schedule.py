@@ -3,11 +3,13 @@
 computed from ``start`` and the step, never by listing cycles."""
 
 from __future__ import annotations
+
 import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
-from tempura.tvr.time import TimePoints, TimeValue
+
 from tempura.scheduler.spec.model import ScheduleSpec, time_of_day
+from tempura.tvr.time import TimePoints, TimeValue
 
 
 def cycle_values(schedule: ScheduleSpec, n: int) -> tuple[TimeValue | None, tuple[TimeValue, ...]] | None:

@@ -3,19 +3,26 @@ values derived from them: time points, weights, sources as catalog tables, key r
 expected arrival, the output's location."""
 
 from __future__ import annotations
+
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
+
 from tempura.catalog import Catalog, TableSource
 from tempura.cost.model import CostConstants
+from tempura.scheduler.spec.model import DEADLINE_EPSILON, SourceSpec, SpecFile
+from tempura.scheduler.spec.paths import local_path, resolved_location
+from tempura.scheduler.spec.schedule import (
+    Cycle,
+    cycle_index_at,
+    cycle_values,
+    deliver_indices,
+)
 from tempura.tvr.arrival import ArrivalModel
 from tempura.tvr.bounds import KeyRule, reach
 from tempura.tvr.time import TimePoints, TimeValue
 from tempura.yamlfile import KeyPath, key_text
-from tempura.scheduler.spec.model import DEADLINE_EPSILON, SourceSpec, SpecFile
-from tempura.scheduler.spec.schedule import Cycle, cycle_index_at, cycle_values, deliver_indices
-from tempura.scheduler.spec.paths import local_path, resolved_location
 
 
 @dataclass(frozen=True)
