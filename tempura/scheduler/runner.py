@@ -134,6 +134,7 @@ class Runner:
         self.hook = hook if hook is not None else _load_hook(spec)
         self._prepared: Prepared | None = None
         self._plans: dict[tuple[str, int], MultiTimePlan] = {}
+        self.first_plans: dict[tuple[str, int], MultiTimePlan] = {}  # each time point's plan before its landing
         self._schemas: dict[str, StructType] = {}
         self.skipped = 0  # cycles left out of the last due() for max_catch_up
         self._considered: dict[str, list[dict[str, Any]]] = {}  # the cycles the last due() looked at
@@ -467,6 +468,7 @@ class Runner:
         made = self._plans.get(key)
         if made is None:
             made = self._plans[key] = self._planned(cycle, index, saved, previous)[0]
+            self.first_plans.setdefault(key, made)
         return made
 
     def _after_landing(self, cycle: Cycle, index: int, plan: MultiTimePlan, saved: dict[str, SavedState],

@@ -109,11 +109,12 @@ def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Path, check:
 def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, check: bool) -> MethodRun:
     cycle = spec.cycle(0)
     assert cycle is not None
-    first = runner.plan(cycle, 1, {}, None)
+    results = runner.run_cycle(cycle)  # the landing checks the sources before anything is planned
+    first = runner.first_plans[(cycle.label, 1)]
     run = MethodRun(spec.name, method, "+".join(first.methods), tuple(first.objective.weights),
                     first.cost.weighted / 1e9, plan_digest=plan_digest(first),
                     last_digest=plan_digest(first, at=spec.time_points().k))
-    for result in runner.run_cycle(cycle):
+    for result in results:
         run.results.append(result)
         info = result.manifest["run"]
         point = PointMeasure(result.index, float(info["wall_seconds"]), float(info["cpu_seconds"]),
