@@ -118,36 +118,24 @@ def test_a_run_killed_at_a_phase_is_finished_by_the_next_and_delivers_the_refere
 # -- two runs at once --------------------------------------------------------------------------
 
 
-def test_a_second_run_stops_with_one_line_naming_the_holder(spark: Any, scenarios: Scenarios,
-                                                            expected: Expected) -> None:
-    trial = faults.new_trial(scenarios["sales_returns"], "pair-stop")
+def test_a_second_run_stops_naming_the_holder_and_one_with_wait_waits_and_finds_nothing_due(
+        spark: Any, scenarios: Scenarios, expected: Expected) -> None:
+    """While a run holds the job, a second stops at once with one line naming it; a third, with
+    --wait, waits for it to finish and then finds every time point committed."""
+    trial = faults.new_trial(scenarios["sales_returns"], "pair")
     first = faults.start(trial.run_args("ivm"))
     began = time.monotonic()
     try:
         assert faults.wait_for_lock(trial, first), "the first run never held the lock"
         second = faults.run_in_process(trial.run_args("ivm"))
+        third = faults.run_in_process(trial.run_args("ivm", None, "--wait", "600"))
     finally:
         done = faults.finish(first, began)
     assert not second.one_line_error(), second.one_line_error()
     assert "is locked by another run" in second.errors[0] and f"pid {first.pid} " in second.errors[0], second.errors
     assert done.code == 0, done.last_lines()
-    verdict = faults.check(spark, trial, expected=expected)
-    assert verdict.ok, verdict.describe()
-
-
-def test_a_second_run_with_wait_waits_for_the_holder_and_finds_nothing_due(
-        spark: Any, scenarios: Scenarios, expected: Expected) -> None:
-    trial = faults.new_trial(scenarios["sales_returns"], "pair-wait")
-    first = faults.start(trial.run_args("auto"))
-    began = time.monotonic()
-    try:
-        assert faults.wait_for_lock(trial, first), "the first run never held the lock"
-        second = faults.run_in_process(trial.run_args("auto", None, "--wait", "600"))
-    finally:
-        done = faults.finish(first, began)
-    assert done.code == 0, done.last_lines()
-    assert second.code == 0 and not second.exception, second.last_lines()
-    assert not [line for line in second.stdout.splitlines() if "fragment(s)" in line], second.stdout
+    assert third.code == 0 and not third.exception, third.last_lines()
+    assert not [line for line in third.stdout.splitlines() if "fragment(s)" in line], third.stdout
     verdict = faults.check(spark, trial, expected=expected)
     assert verdict.ok, verdict.describe()
 
