@@ -613,19 +613,19 @@ def plan_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, meth
     """The multi-time-point plan of standing queries: fragments per time point, methods, the kept
     states (when each is saved, who reads it, its size, what chose it), estimated rows and cost,
     and every method's cost vector and objective side by side."""
+    from tempura.scheduler.spec import parse_size
     from tempura.standing import StandingQuery
 
     overrides = _cost_pairs(cost)
+    try:
+        budget = parse_size(state_budget) if state_budget is not None else None
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--state-budget") from None
 
     def one(path: Path) -> None:
         query = StandingQuery(path, workdir)
-        try:
-            chosen = query.plan(method, selector=selector, output=output, no_rules=no_rule, ilp_limit=ilp_limit,
-                                state_budget=state_budget, cost=overrides)
-        except TempuraError as error:
-            if state_budget is not None and str(error).startswith("state budget: "):
-                raise click.BadParameter(str(error).removeprefix("state budget: "), param_hint="--state-budget") from None
-            raise
+        chosen = query.plan(method, selector=selector, output=output, no_rules=no_rule, ilp_limit=ilp_limit,
+                            state_budget=budget, cost=overrides)
         if fmt == "json":
             click.echo(json.dumps(chosen.to_json(verbose), indent=2, default=str))
         elif fmt == "dot":

@@ -207,7 +207,7 @@ class StandingQuery:
         _choice("method", method, METHODS)
         _choice("selector", selector, SELECTORS)
         try:
-            budget = parse_size(state_budget) if state_budget is not None else None
+            budget = state_budget if isinstance(state_budget, float) or state_budget is None else parse_size(state_budget)
         except ValueError as error:
             raise TempuraError(f"state budget: {error}") from None
         constants, pinned = self._cost_constants(cost)
