@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from tempura import tpch
 from tempura.algebra import Join, JoinKind
 from tempura.api import Session
-from tempura.explain import ExplainNode, subplan_sql
+from tempura.optimizer.explain import ExplainNode, subplan_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 from tempura import tpch
 from tempura.catalog import TableSource
 from tempura.cost.vector import Objective
-from tempura.incremental import Arrival, IncrementalPlanner
+from tempura.optimizer import Arrival, Optimizer
 from tempura.mqo import ilp
 from tempura.mqo.greedy import greedy
 from tempura.mqo.instance import Instance
@@ -57,7 +57,7 @@ GOLDEN_SCHEMA = {
 
 
 def _instance(lookup: Callable[[str], TableStats], schema: dict[str, dict[str, str]], sql: str, k: int) -> tuple[Instance, set[int]]:
-    planner = IncrementalPlanner(Estimator(lookup), Arrival.uniform(k))
+    planner = Optimizer(Estimator(lookup), Arrival.uniform(k))
     query = parse_query(sql, schema)
     return planner.state_instance(query, TimePoints(tuple(range(1, k + 1))), Objective.deadline(k))
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Iterable
 from tempura.algebra import Query, format_plan
 from tempura.catalog import Catalog
 from tempura.cost import CostConstants, PlanCost
-from tempura.explain import StatsExplainer
-from tempura.planner import PlannedQuery, Planner
+from tempura.optimizer.explain import StatsExplainer
+from tempura.optimizer import Optimizer, PlannedQuery
 from tempura.runtime.executor import SparkPlanning
 from tempura.sql import parse_query, to_spark_sql
 from tempura.stats import Estimator, StatsCatalog, StatsStore
@@ -103,7 +103,7 @@ class Session:
 
     def optimize(self, text: str, disabled: Iterable[str] = (), trace: bool = False) -> PlannedQuery:
         """The cost-based plan of ``text``: join order, algorithms, and how they were found."""
-        return Planner(Estimator(self.stats), self.cost_constants).plan(self.plan(text), disabled, trace)
+        return Optimizer(Estimator(self.stats), constants=self.cost_constants).plan(self.plan(text), disabled, trace)
 
     def spark_sql(self, text: str) -> str:
         """The Spark SQL that tempura runs for ``text`` (its join order, with join hints)."""

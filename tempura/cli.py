@@ -151,7 +151,8 @@ workdir_option = click.option(
 @click.option("--logical", is_flag=True, help="The bound logical plan, before optimization.")
 @click.option("--trace", is_flag=True, help="Also print the rule firings and the search's numbers.")
 @click.option("--memo", "show_memo", is_flag=True, help="Also print the explored memo.")
-@click.option("--no-rule", "no_rules", multiple=True, metavar="NAME", help="Disable an optimizer rule (repeatable).")
+@click.option("--no-rule", "no_rules", multiple=True, metavar="NAME",
+              help="Disable a rule or a phase by name (repeatable; tempura rules lists them).")
 @click.option("--cost", "cost", multiple=True, metavar="NAME=VALUE", help="Override a cost constant (repeatable).")
 @user_errors
 def explain(
@@ -171,7 +172,7 @@ def explain(
     """Print the plan tempura runs for SQL (or @file.sql): the physical plan with join
     algorithms, estimated rows and cost."""
     from tempura.api import Session
-    from tempura.explain import format_physical, format_trace, physical_json
+    from tempura.optimizer.explain import format_physical, format_trace, physical_json
     from tempura.sql import to_spark_sql
 
     session = Session(catalog, dialect=dialect, workdir=workdir, cost_constants=_cost_constants(cost))
@@ -210,6 +211,7 @@ def explain(
             "search": planned.report.to_json(),
         }
         if trace:
+            out["phases"] = [{"name": p.name, "ran": p.ran, "seconds": p.seconds, "note": p.note} for p in planned.phases]
             out["normalization"] = planned.normalization
             out["firings"] = [str(f) for f in planned.trace.firings] if planned.trace else []
         if show_sql:
@@ -265,7 +267,7 @@ def analyze(catalog: str, workdir: str, tables: tuple[str, ...], histograms: boo
     for column in ("table", "rows", "size", "columns", "unique columns", "method"):
         summary.add_column(column)
     from tempura.cost.model import format_bytes
-    from tempura.explain import format_count
+    from tempura.optimizer.explain import format_count
 
     for name, stats in results.items():
         unique = ", ".join(c for c, s in stats.columns.items() if s.unique) or "-"
@@ -583,6 +585,45 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
     _each(specs, select, one)
 
 
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--family", type=click.Choice(["normalize", "explore", "collapse", "implement", "enforce", "tvr"]), default=None,
+              help="Only the rules of one family.")
+def rules_command(fmt: str, family: str | None) -> None:
+    """List the optimizer's phases and its rules: each rule's family, pattern and algebra, and for a
+    TVR rule its operator family and method. Any of these names can be disabled with --no-rule."""
+    from rich.table import Table
+
+    from tempura.optimizer import ONE_OFF, STANDING
+    from tempura.rules.registry import REGISTRY
+
+    infos = REGISTRY.infos(family)
+    pipelines = {"one-off": ONE_OFF, "standing": STANDING}
+    if fmt == "json":
+        click.echo(json.dumps({
+            "phases": {name: [{"name": p.name, "doc": p.doc, "can_disable": not p.required} for p in pipe.phases]
+                       for name, pipe in pipelines.items()},
+            "rules": [i.to_json() for i in infos],
+        }, indent=2))
+        return
+    console = _console()
+    if family is None:
+        phases = Table(title="phases")
+        for column in ("query", "phase", "what it does", "disable"):
+            phases.add_column(column)
+        for name, pipe in pipelines.items():
+            for phase in pipe.phases:
+                phases.add_row(name, phase.name, phase.doc, "no" if phase.required else "yes")
+        console.print(phases)
+    table = Table(title="rules")
+    for column in ("family", "rule", "pattern", "method", "algebra"):
+        table.add_column(column)
+    for info in infos:
+        table.add_row(info.family if info.family != "tvr" else f"tvr: {info.group}", info.name, info.pattern, info.method,
+                      info.summary)
+    console.print(table)
+
+
 @main.command("plan")
 @specs_argument
 @select_option
@@ -592,7 +633,8 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
 @click.option("--output", "output", type=click.Choice(["snapshot", "delta"]), default=None,
               help="Deliver the result (snapshot) or its change since the previous time point (delta); "
                    "by default the spec's output mode, as tempura run delivers.")
-@click.option("--no-rule", "no_rule", multiple=True, help="Disable a rule by name (repeatable).")
+@click.option("--no-rule", "no_rule", multiple=True, metavar="NAME",
+              help="Disable a rule or a phase by name (repeatable; tempura rules lists them).")
 @click.option("--sql", "show_sql", is_flag=True, help="Print each fragment's Spark SQL.")
 @click.option("--verbose", "-v", is_flag=True, help="Also name the memo's forms and groups (SD[0,2] of G8).")
 @click.option("--selector", type=click.Choice(SELECTOR_CHOICES), default="auto", show_default=True,

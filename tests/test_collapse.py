@@ -12,7 +12,7 @@ from statsfile import StatsFile
 from tempura.algebra import Filter, LogicalPlan, Project, Projection, Scan, ScanColumn, col
 from tempura.algebra.schema import Field
 from tempura.cost.vector import Objective
-from tempura.incremental import Arrival, IncrementalPlanner
+from tempura.optimizer import Arrival, Optimizer
 from tempura.memo import Memo
 from tempura.rules.logical.collapse import collapse
 from tempura.sql import parse_query
@@ -133,7 +133,7 @@ def stacked_filters(plan: LogicalPlan) -> list[str]:
 
 
 def plan_fragments(sql: str, method: str, disabled: tuple[str, ...] = ()) -> list[LogicalPlan]:
-    planner = IncrementalPlanner(Estimator(StatsFile(SCHEMAS).lookup), Arrival.uniform(3))
+    planner = Optimizer(Estimator(StatsFile(SCHEMAS).lookup), Arrival.uniform(3))
     plan = planner.plan_standing(parse_query(sql, SCHEMAS), sql, TimePoints((1, 2, 3), (1, 2, 3)),
                                  Objective.preset("deadline", 3), method, disabled)
     return [f.plan for f in plan.fragments]

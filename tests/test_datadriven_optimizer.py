@@ -22,9 +22,9 @@ from statsfile import StatsFile
 from tempura import tpch
 from tempura.cost import CostConstants
 from tempura.errors import TempuraError
-from tempura.explain import format_physical
+from tempura.optimizer.explain import format_physical
 from tempura.memo import PhysicalPlan
-from tempura.planner import Planner
+from tempura.optimizer import Optimizer
 from tempura.sql import parse_query
 from tempura.stats import Estimator
 
@@ -69,7 +69,7 @@ class OptimizerFile(StatsFile):
         costs = dict(item.split(":", 1) for item in case.args.get("cost", "").split(",") if item)
         try:
             query = parse_query(case.input, SCHEMAS)
-            planner = Planner(Estimator(self.lookup), CostConstants.from_mapping(costs))
+            planner = Optimizer(Estimator(self.lookup), constants=CostConstants.from_mapping(costs))
             planned = planner.plan(query, disabled, trace=case.directive == "trace")
         except TempuraError as error:
             return f"{type(error).__name__}: {error}"

@@ -21,7 +21,7 @@ from statsfile import StatsFile
 from tempura import tpch
 from tempura.cost import CostConstants, PlanCost
 from tempura.errors import TempuraError
-from tempura.explain import StatsExplainer
+from tempura.optimizer.explain import StatsExplainer
 from tempura.sql import parse_query
 from tempura.stats import Estimator
 

@@ -22,7 +22,7 @@ from statsfile import StatsFile
 from tempura import tpch
 from tempura.cost.vector import Objective
 from tempura.errors import TempuraError
-from tempura.incremental import METHODS, Arrival, IncrementalPlanner, plan_methods
+from tempura.optimizer import METHODS, Arrival, Optimizer, plan_methods
 from tempura.sql import parse_query
 from tempura.stats import Estimator
 from tempura.tvr import TimePoints
@@ -68,7 +68,7 @@ class TvrFile(StatsFile):
         disabled = [r for r in case.args.get("no-rule", "").split(",") if r]
         try:
             query = parse_query(case.input, SCHEMAS)
-            planner = IncrementalPlanner(Estimator(self.lookup), arrival_for(case, k))
+            planner = Optimizer(Estimator(self.lookup), arrival_for(case, k))
             plans = plan_methods(planner, query, case.input, time_points, objective, METHODS, disabled,
                                  case.args.get("output", "snapshot"))
         except TempuraError as error:

@@ -14,7 +14,7 @@ from tempura.algebra import Filter, Join, JoinKind, LogicalPlan, Scan, ScanColum
 from tempura.algebra.schema import Field
 from tempura.memo import Memo, Operand, Rule, RuleCall, RuleEngine, Trace
 from tempura.memo.properties import Distribution, Props
-from tempura.planner import Planner
+from tempura.optimizer import Optimizer
 from tempura.rules.logical.reorder import bits, csg_cmp_pairs
 from tempura.rules.logical import normalize
 from tempura.sql import parse_query
@@ -177,8 +177,8 @@ def test_rule_based_exploration_finds_the_enumerators_best_plan(name: str) -> No
     enumerator's best is optimal, so the rules never beat it; they reach its cost (Q8 and Q9 start
     from written cross products, which the rules may not recreate, and end within 0.01%)."""
     query = parse_query(tpch.query_text(name), tpch.SCHEMA)
-    dp = Planner(estimator()).plan(query)
-    rules = Planner(estimator()).plan(query, ["join-reorder"])
+    dp = Optimizer(estimator()).plan(query)
+    rules = Optimizer(estimator()).plan(query, ["join-reorder"])
     assert rules.physical.cumulative.total >= dp.physical.cumulative.total * (1 - 1e-9)
     assert rules.physical.cumulative.total == pytest.approx(dp.physical.cumulative.total, rel=1e-4)
 
@@ -186,8 +186,8 @@ def test_rule_based_exploration_finds_the_enumerators_best_plan(name: str) -> No
 @pytest.mark.parametrize("name", ["q05", "q07", "q08", "q09"])
 def test_greedy_is_never_better_than_dp(name: str) -> None:
     query = parse_query(tpch.query_text(name), tpch.SCHEMA)
-    dp = Planner(estimator()).plan(query)
-    greedy = Planner(estimator(), dp_limit=2).plan(query)
+    dp = Optimizer(estimator()).plan(query)
+    greedy = Optimizer(estimator(), dp_limit=2).plan(query)
     assert greedy.physical.cumulative.total >= dp.physical.cumulative.total * (1 - 1e-9)
     assert greedy.report.expressions < dp.report.expressions
 
@@ -203,7 +203,7 @@ def test_reordering_never_adds_a_cross_product(name: str) -> None:
     """Q2, Q8 and Q9 are written with cross products between comma-joined tables; their plans
     have none, and no plan has a cross product its normalized query did not have."""
     query = parse_query(tpch.query_text(name), tpch.SCHEMA)
-    planned = Planner(estimator()).plan(query)
+    planned = Optimizer(estimator()).plan(query)
     crosses = sum(1 for n in planned.physical.walk() if "Join" in n.operator and " ON " not in n.details)
     assert crosses <= cross_products(normalize(query.plan))
     if name in ("q02", "q08", "q09"):
@@ -213,4 +213,4 @@ def test_reordering_never_adds_a_cross_product(name: str) -> None:
 def test_unknown_rule_names_are_refused() -> None:
     query = parse_query("SELECT 1 AS x", tpch.SCHEMA)
     with pytest.raises(Exception, match="unknown rule"):
-        Planner(estimator()).plan(query, ["no-such-rule"])
+        Optimizer(estimator()).plan(query, ["no-such-rule"])

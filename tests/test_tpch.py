@@ -12,7 +12,7 @@ import pytest
 from tempura import tpch
 from tempura.algebra import Query, validate_plan
 from tempura.api import Session
-from tempura.explain import format_physical
+from tempura.optimizer.explain import format_physical
 from tempura.memo import PhysicalPlan
 from tempura.stats import TableStats
 from tempura.rules.logical import normalize

@@ -13,7 +13,7 @@ import pytest
 from statsfile import StatsFile
 from tvrtesting import assert_methods_match_reference
 from tempura.cost.vector import Objective
-from tempura.incremental import METHODS, Arrival, IncrementalPlanner, plan_methods
+from tempura.optimizer import METHODS, Arrival, Optimizer, plan_methods
 from tempura.sql import parse_query
 from tempura.stats import Estimator
 from tempura.tvr import TimePoints
@@ -50,7 +50,7 @@ def test_aggregates_without_mergeable_states_are_maintained(sql: str, rule: str,
     from tempura.runtime.sources import SourceData
 
     sources = {"t": SourceData("t", spark.createDataFrame(ROWS, "g string, v int, w int, at int, op string"), "at", "op", time_values=TIMES)}
-    planner = IncrementalPlanner(Estimator(StatsFile(SCHEMAS).lookup), Arrival(lambda _t, a, b: (b - a) / 4, lambda _t: False))
+    planner = Optimizer(Estimator(StatsFile(SCHEMAS).lookup), Arrival(lambda _t, a, b: (b - a) / 4, lambda _t: False))
     plans = plan_methods(planner, parse_query(sql, SCHEMAS), sql, TimePoints(TIMES, TIMES), Objective.deadline(4), METHODS)
     ivm = plans["ivm"]
     assert ivm.search["tvr_rule_firings"].get(rule, 0) > 0

@@ -268,7 +268,7 @@ def test_keys_of_disjoint_spans_are_apart_and_never_null_until_padded() -> None:
     from tempura.algebra import Field, Join, JoinKind, Scan, ScanColumn, col
     from tempura.memo import Memo
     from tempura.stats.relation import RelStats
-    from tempura.tvr.bounds import Prover
+    from tempura.infer.prover import Prover
 
     memo = Memo(lambda expr, inputs: RelStats(10.0, 8.0, {}))
     bounds = ArrivalBounds({}, keys={"orders": {"o_key": "orders.o_key"}})

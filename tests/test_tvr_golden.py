@@ -16,7 +16,7 @@ import dataclasses
 
 from statsfile import StatsFile
 from tempura.cost.vector import Objective
-from tempura.incremental import METHODS, Arrival, IncrementalPlanner, plan_methods
+from tempura.optimizer import METHODS, Arrival, Optimizer, plan_methods
 from tempura.runtime import compare_results
 from tempura.sql import parse_query
 from tempura.stats import Estimator
@@ -79,7 +79,7 @@ def executor(spark: Any, sources: dict[str, Any]) -> Iterator[Any]:
 
 
 def plans(sql: str, objective: Objective, output: str = "snapshot") -> dict[str, Any]:
-    planner = IncrementalPlanner(Estimator(StatsFile(SCHEMAS).lookup), Arrival.uniform(2))
+    planner = Optimizer(Estimator(StatsFile(SCHEMAS).lookup), Arrival.uniform(2))
     return plan_methods(planner, parse_query(sql, SCHEMAS), sql, TIME, objective, METHODS, output=output)
 
 
@@ -147,7 +147,7 @@ def realistic_plans(share_by_t1: float) -> dict[str, Any]:
             columns["category"] = ColumnStats(kind="string", ndv=20, nulls=0, avg_len=8)
         stats.tables[table] = dataclasses.replace(default, rows=rows, bytes=default.bytes / default.rows * rows, columns=columns)
     arrival = Arrival(lambda _table, start, end: sum([share_by_t1, 1 - share_by_t1][start:end]), lambda _table: True)
-    planner = IncrementalPlanner(Estimator(stats.lookup), arrival)
+    planner = Optimizer(Estimator(stats.lookup), arrival)
     return plan_methods(planner, parse_query(SUMMARY, SCHEMAS), SUMMARY, TIME, Objective.deadline(2), METHODS)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from statsfile import StatsFile
 from tempura.cost.vector import Objective
-from tempura.incremental import AUTO_MARGIN, Arrival, IncrementalPlanner, plan_methods
+from tempura.optimizer import AUTO_MARGIN, Arrival, Optimizer, plan_methods
 from tempura.sql import parse_query
 from tempura.stats.estimate import Estimator
 from tempura.tvr import TimePoints
@@ -28,7 +28,7 @@ def plans(margin: float) -> dict[str, MultiTimePlan]:
     columns["category"] = dataclasses.replace(columns["category"], ndv=20.0)
     stats.tables["sales"] = dataclasses.replace(default, rows=1e7, bytes=default.bytes / default.rows * 1e7, columns=columns)
     arrival = Arrival(fraction=lambda _t, start, end: sum((0.9, 0.1)[start:end]), insert_only=lambda _t: True)
-    planner = IncrementalPlanner(Estimator(stats.lookup), arrival)
+    planner = Optimizer(Estimator(stats.lookup), arrival)
     return plan_methods(planner, parse_query(SQL, SCHEMAS), SQL, TimePoints((1, 2), (2,)), Objective.deadline(2),
                         margin=margin)
 

@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 
 from statsfile import StatsFile
 from tempura.cost.vector import Objective
-from tempura.incremental import AUTO_MARGIN, METHODS, Arrival, IncrementalPlanner, plan_methods
+from tempura.optimizer import AUTO_MARGIN, METHODS, Arrival, Optimizer, plan_methods
 from tempura.runtime import compare_results
 from tempura.runtime import multitime
 from tempura.runtime.multitime import PlanExecutor, reference
@@ -423,7 +423,7 @@ def plan_case(case: Case, objective: Objective | None = None) -> dict[str, Multi
     bounds = ArrivalBounds({t.name: SourceBound(ARRIVAL, values) for t in case.tables if case.bounds and not t.deletions},
                            keys=keys, reach=reach, expected_empty=dict(case.quiet))
     arrival = Arrival(fraction=fraction, insert_only=lambda table: table not in with_deletions, bounds=bounds)
-    planner = IncrementalPlanner(Estimator(stats.lookup), arrival)
+    planner = Optimizer(Estimator(stats.lookup), arrival)
     methods = case.methods or tuple(METHODS)
     return plan_methods(planner, query, case.sql, TimePoints(values, case.deliveries), objective or objective_of(case), methods,
                         case.disabled)

@@ -12,7 +12,7 @@ import pytest
 from statsfile import StatsFile
 from tempura import tpch
 from tempura.cost.vector import Objective
-from tempura.incremental import Arrival, CommittedState, IncrementalPlanner, Resume
+from tempura.optimizer import Arrival, CommittedState, Optimizer, Resume
 from tempura.sql import parse_query
 from tempura.stats import Estimator, TableStats
 from tempura.tvr import TimePoints
@@ -25,10 +25,10 @@ FROM partsupp s JOIN supplier ON s.ps_suppkey = s_suppkey JOIN nation ON s_natio
 WHERE s.ps_availqty > 0 GROUP BY n_regionkey"""
 
 
-def planner(deletions: tuple[str, ...]) -> IncrementalPlanner:
+def planner(deletions: tuple[str, ...]) -> Optimizer:
     stats = StatsFile(tpch.SCHEMA)
     stats.tables.update({n: TableStats.from_json(s) for n, s in json.loads(STATS.read_text()).items()})
-    return IncrementalPlanner(Estimator(stats.lookup), Arrival.uniform(4, deletions=deletions))
+    return Optimizer(Estimator(stats.lookup), Arrival.uniform(4, deletions=deletions))
 
 
 def plan(sql: str, method: str, deletions: tuple[str, ...], resume: Resume | None = None) -> MultiTimePlan:

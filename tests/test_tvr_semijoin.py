@@ -10,7 +10,7 @@ import pytest
 from statsfile import StatsFile
 from tvrtesting import assert_methods_match_reference
 from tempura.cost.vector import Objective
-from tempura.incremental import METHODS, Arrival, IncrementalPlanner, plan_methods
+from tempura.optimizer import METHODS, Arrival, Optimizer, plan_methods
 from tempura.sql import parse_query
 from tempura.stats import Estimator
 from tempura.tvr import TimePoints
@@ -41,7 +41,7 @@ def test_semi_and_anti_join_deltas(sql: str, spark: Any) -> None:
         "s": SourceData("s", spark.createDataFrame(S, "a int, t string, at int, op string"), "at", "op", time_values=TIMES),
         "r": SourceData("r", spark.createDataFrame(R, "b int, at int, op string"), "at", "op", time_values=TIMES),
     }
-    planner = IncrementalPlanner(Estimator(StatsFile(SCHEMAS).lookup), Arrival(lambda _t, a, b: (b - a) / 3, lambda _t: False))
+    planner = Optimizer(Estimator(StatsFile(SCHEMAS).lookup), Arrival(lambda _t, a, b: (b - a) / 3, lambda _t: False))
     plans = plan_methods(planner, parse_query(sql, SCHEMAS), sql, TimePoints(TIMES, TIMES), Objective.deadline(3), METHODS)
     assert "ivm" in plans["ivm"].methods
     assert not any("semi" in n or "anti" in n for n in plans["ivm"].notes), plans["ivm"].notes

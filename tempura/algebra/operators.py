@@ -329,6 +329,31 @@ class Aggregate(Unary):
 
 
 @dataclass(frozen=True, eq=False)
+class PartialAggregate(LogicalPlan):
+    """The partial step of a split aggregate: per-partition groups with partial results (the
+    physical search makes it when it splits a hash aggregate)."""
+
+    input: LogicalPlan
+    keys: tuple[str, ...]
+    calls: tuple[AggregateCall, ...]
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return (self.input,)
+
+    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
+        (new_input,) = inputs
+        return PartialAggregate(new_input, self.keys, self.calls)
+
+    def _derive_schema(self) -> Schema:
+        key_fields = tuple(self.input.schema.field(k) for k in self.keys)
+        return Schema(key_fields + tuple(c.field for c in self.calls))
+
+    def details(self) -> str:
+        return f"keys=[{', '.join(self.keys)}]"
+
+
+@dataclass(frozen=True, eq=False)
 class SetOperation(Binary):
     """Base of ``Union``, ``Intersect`` and ``Except``: columns correspond by position, and the
     output columns are ``fields``."""

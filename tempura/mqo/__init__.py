@@ -7,7 +7,7 @@ them (the Tempura seed's MQO step):
 
 - :mod:`~tempura.mqo.instance`: the problem, an AND-OR DAG of nodes (a result at a time point),
   ops (ways to obtain it) and candidates (nodes that may be kept);
-- :mod:`~tempura.mqo.memo`: builds the instance from a standing query's memo and search, and
+- :mod:`~tempura.optimizer.choosers` (above this package) builds the instance from a standing query's memo and search, and
   maps the choice back to the plan's fragments and states;
 - :mod:`~tempura.mqo.costs`: cost propagation — the best plan for a kept set, with staged
   changes;

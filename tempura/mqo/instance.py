@@ -1,7 +1,7 @@
 """The MQO instance: an AND-OR DAG of computations over time, and the states that may be kept.
 
 An :class:`Instance` is what the state selection works on, whatever it was built from (a
-standing query's memo, :mod:`tempura.mqo.memo`; or a random generator, :mod:`tempura.mqo.synthetic`):
+standing query's memo, :mod:`tempura.optimizer.choosers`; or a random generator, :mod:`tempura.mqo.synthetic`):
 
 - a **node** is one result needed at one time point (in a memo: a group, the physical property
   its consumer requires, and the time point the consumer runs at);

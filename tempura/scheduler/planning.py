@@ -23,7 +23,7 @@ from tempura.catalog import Catalog
 from tempura.errors import SqlError, TempuraError
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
-from tempura.incremental import AUTO_MARGIN, Arrival, IncrementalPlanner, Resume, plan_methods
+from tempura.optimizer import AUTO_MARGIN, Arrival, Optimizer, Resume, plan_methods
 from tempura.mqo import BudgetError, MqoOptions
 from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
 from tempura.scheduler.spec import Cycle, Spec
@@ -57,12 +57,12 @@ class Prepared:
     def objective(self) -> Objective:
         return Objective(self.spec.weights())
 
-    def planner(self, constants: CostConstants | None = None) -> IncrementalPlanner:
+    def planner(self, constants: CostConstants | None = None) -> Optimizer:
         """The planner of this spec's query, with the spec's cost constants unless ``constants``
         are given."""
         bounds = self.bounds if self.bounds is not None else arrival_bounds(self.spec)
-        return IncrementalPlanner(self.estimator, Arrival(self.arrival.fraction, self.arrival.insert_only, bounds),
-                                  constants if constants is not None else self.spec.cost_constants)
+        return Optimizer(self.estimator, Arrival(self.arrival.fraction, self.arrival.insert_only, bounds),
+                         constants if constants is not None else self.spec.cost_constants)
 
 
 def expected_empty(spec: Spec, landed: int = 0) -> dict[str, set[int]]:

@@ -4,7 +4,7 @@
 committed it:
 
 1. deletes whatever an earlier attempt at ``t_i`` left (:meth:`JobStore.discard_uncommitted`);
-2. plans the rest of the cycle from ``t_i`` on (:class:`~tempura.incremental.Resume`), reading
+2. plans the rest of the cycle from ``t_i`` on (:class:`~tempura.optimizer.Resume`), reading
    the states committed time points saved, with the arrival model and statistics updated from
    what those time points measured (:mod:`tempura.scheduler.reoptimize`), and the cost of a
    stage fitted to the CPU time the history's fragments measured, unless the spec sets it
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from tempura.errors import TempuraError
-from tempura.incremental import CommittedState, Resume
+from tempura.optimizer import CommittedState, Resume
 from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun, write_frame
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions

@@ -1,5 +1,6 @@
 """Logical rules. :func:`normalize` applies the always-beneficial rewrites (predicate pushdown)
-bottom-up until none applies, then prunes unread columns; rules can be disabled by name."""
+bottom-up until none applies, then prunes unread columns; rules can be disabled by name (the
+names are checked by :mod:`tempura.rules.registry`)."""
 
 from __future__ import annotations
 
@@ -18,22 +19,17 @@ def normalize(plan: LogicalPlan, disabled: Iterable[str] = (), trace: list[str] 
     """``plan`` with every enabled rule applied to a fixpoint; ``trace`` collects rule names
     in the order they fired."""
     off = set(disabled)
-    unknown = off - set(RULES) - {PRUNE}
-    if unknown:
-        from tempura.errors import TempuraError
-
-        raise TempuraError(f"unknown rule(s): {', '.join(sorted(unknown))} (known: {', '.join([*RULES, PRUNE])})")
-    active = [(name, rule) for name, rule in RULES.items() if name not in off]
+    active = [rule for rule in RULES if rule.name not in off]
 
     def visit(node: LogicalPlan) -> LogicalPlan:
         if node.inputs:
             node = node.with_inputs(*(visit(child) for child in node.inputs))
         for _ in range(MAX_REWRITES_PER_NODE):
-            for name, rule in active:
+            for rule in active:
                 rewritten = rule(node)
                 if rewritten is not None:
                     if trace is not None:
-                        trace.append(name)
+                        trace.append(rule.name)
                     node = rewritten
                     if node.inputs:  # what moved down may move further
                         node = node.with_inputs(*(visit(child) for child in node.inputs))

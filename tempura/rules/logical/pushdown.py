@@ -25,8 +25,6 @@ Conjuncts that reference no column, or call a non-deterministic function, never 
 
 from __future__ import annotations
 
-from typing import Callable
-
 from sqlglot import exp
 
 from tempura.algebra import (
@@ -48,8 +46,7 @@ from tempura.algebra import (
     conjuncts,
     substitute,
 )
-
-Rule = Callable[[LogicalPlan], "LogicalPlan | None"]
+from tempura.rules.base import Rewrite
 
 NONDETERMINISTIC = (exp.Rand, exp.Randn, exp.Uuid)
 
@@ -200,12 +197,12 @@ def push_filter_through_sort_and_distinct(plan: LogicalPlan) -> LogicalPlan | No
     return filtered(inner.with_inputs(filtered(inner.input, below)), stay)
 
 
-RULES: dict[str, Rule] = {
-    "merge-filters": merge_filters,
-    "push-filter-into-join": push_filter_into_join,
-    "push-join-condition": push_join_condition,
-    "push-filter-through-project": push_filter_through_project,
-    "push-filter-through-aggregate": push_filter_through_aggregate,
-    "push-filter-through-set-operation": push_filter_through_set_operation,
-    "push-filter-through-sort-and-distinct": push_filter_through_sort_and_distinct,
-}
+RULES: tuple[Rewrite, ...] = (
+    Rewrite("merge-filters", (Filter,), "Filter(Filter)", merge_filters),
+    Rewrite("push-filter-into-join", (Filter,), "Filter(Join)", push_filter_into_join),
+    Rewrite("push-join-condition", (Join,), "Join", push_join_condition),
+    Rewrite("push-filter-through-project", (Filter,), "Filter(Project)", push_filter_through_project),
+    Rewrite("push-filter-through-aggregate", (Filter,), "Filter(Aggregate)", push_filter_through_aggregate),
+    Rewrite("push-filter-through-set-operation", (Filter,), "Filter(Union | Intersect | Except)", push_filter_through_set_operation),
+    Rewrite("push-filter-through-sort-and-distinct", (Filter,), "Filter(Sort | Distinct)", push_filter_through_sort_and_distinct),
+)

@@ -14,47 +14,28 @@ steps, which tempura costs as one hash aggregate over input clustered on the key
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from tempura.algebra import Aggregate, AggregateCall, LogicalPlan, Schema, aggregate_parts
+from tempura.algebra import Aggregate, LogicalPlan, PartialAggregate, aggregate_parts
 from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.memo import Alternative, Group, GroupRef, Memo
 from tempura.memo.properties import SINGLE_PARTITION, Distribution, Props, restrict
+from tempura.rules.base import Implementation
 from tempura.rules.physical.joins import passable
 from tempura.stats.estimate import row_size
 from tempura.stats.relation import RelStats
 
-HASH_AGGREGATE = "hash-aggregate"
+HASH_AGGREGATE = Implementation(
+    "hash-aggregate", "Aggregate | Distinct",
+    "γ(A) as a final hash aggregate over a partial one (γ_final(exchange(γ_partial(A)))), the exchange "
+    "moving at most groups × partitions rows; with DISTINCT calls, one hash aggregate over A clustered on the keys.")
 
 
-@dataclass(frozen=True, eq=False)
-class PartialAggregate(LogicalPlan):
-    """The partial step of a split aggregate: per-partition groups with partial results."""
-
-    input: LogicalPlan
-    keys: tuple[str, ...]
-    calls: tuple[AggregateCall, ...]
-
-    @property
-    def inputs(self) -> tuple[LogicalPlan, ...]:
-        return (self.input,)
-
-    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
-        (new_input,) = inputs
-        return PartialAggregate(new_input, self.keys, self.calls)
-
-    def _derive_schema(self) -> Schema:
-        key_fields = tuple(self.input.schema.field(k) for k in self.keys)
-        return Schema(key_fields + tuple(c.field for c in self.calls))
-
-    def details(self) -> str:
-        return f"keys=[{', '.join(self.keys)}]"
-
-    def estimate(self, source: RelStats, final_rows: float, costs: SparkCosts) -> RelStats:
-        rows = costs.partial_rows(source, final_rows) if self.keys else float(costs.k.partitions)
-        # as wide as its own columns, the keys and the partial results: what the exchange moves
-        return RelStats(rows, row_size(self.schema, source.columns), source.columns, source.fds, source.notes)
+def partial_aggregate_stats(plan: PartialAggregate, source: RelStats, final_rows: float, costs: SparkCosts) -> RelStats:
+    """The estimate of a partial aggregate over ``source`` whose final aggregate has
+    ``final_rows`` groups: at most groups × partitions rows, as wide as its own columns."""
+    rows = costs.partial_rows(source, final_rows) if plan.keys else float(costs.k.partitions)
+    # as wide as its own columns, the keys and the partial results: what the exchange moves
+    return RelStats(rows, row_size(plan.schema, source.columns), source.columns, source.fds, source.notes)
 
 
 def implement_aggregate(memo: Memo, costs: SparkCosts, group: Group, plan: LogicalPlan, required: Props) -> list[Alternative]:
@@ -73,13 +54,13 @@ def implement_aggregate(memo: Memo, costs: SparkCosts, group: Group, plan: Logic
 
     if any(c.distinct for c in calls):
         own = Cost(cpu=k.cpu * k.hash * source.stats.rows * 2, rows=out.rows)
-        return [Alternative("HashAggregate", details, ((source.id, need),), own, deliver, plan, None, HASH_AGGREGATE)]
+        return [Alternative("HashAggregate", details, ((source.id, need),), own, deliver, plan, None, HASH_AGGREGATE.name)]
     partial = PartialAggregate(source.ref, keys, calls)
     partial_group = memo.group(memo.add(partial))
     own = Cost(cpu=k.cpu * k.hash * partial_group.stats.rows, rows=out.rows)
     return [
         Alternative(
-            "HashAggregate", f"final {details}", ((partial_group.id, need),), own, deliver, plan, None, HASH_AGGREGATE
+            "HashAggregate", f"final {details}", ((partial_group.id, need),), own, deliver, plan, None, HASH_AGGREGATE.name
         )
     ]
 
@@ -100,7 +81,7 @@ def implement_partial(memo: Memo, costs: SparkCosts, group: Group, plan: Partial
             lambda delivered: restrict(delivered[0], cols),
             None,
             None,
-            HASH_AGGREGATE,
+            HASH_AGGREGATE.name,
             passthrough=(0,),
         )
     ]

@@ -37,6 +37,7 @@ from tempura.algebra import (
     Join,
     Limit,
     LogicalPlan,
+    PartialAggregate,
     Project,
     Scan,
     SetOperation,
@@ -61,12 +62,36 @@ from tempura.memo.properties import (
     rename,
 )
 from tempura.rules.physical import aggregate, joins
-from tempura.rules.physical.aggregate import HASH_AGGREGATE, PartialAggregate
+from tempura.rules.base import Implementation
+from tempura.rules.physical.aggregate import HASH_AGGREGATE
 from tempura.stats.relation import RelStats
 
-TAKE_ORDERED = "take-ordered"
-SINGLE_TASK_SORT_RULE = "single-task-sort"
-RULES = (*joins.RULES, HASH_AGGREGATE, TAKE_ORDERED, SINGLE_TASK_SORT_RULE)
+FILE_SCAN = Implementation("file-scan", "Scan", "A table as a scan of its files, reading the columns the plan needs.")
+LOCAL_TABLE_SCAN = Implementation("local-table-scan", "Values", "Literal rows as a local table.")
+FILTER = Implementation("filter", "Filter", "σ_p(A) row by row, in place: keeps A's partitioning and order.")
+PROJECT = Implementation("project", "Project",
+                         "π(A) row by row, in place: keeps A's partitioning and order, through the projection's renames.")
+GLOBAL_SORT = Implementation("global-sort", "Sort", "τ(A) as a range exchange, then a sort of each partition.")
+SINGLE_TASK_SORT_RULE = Implementation(
+    "single-task-sort", "Sort",
+    "τ(A) in one task when A is no larger than a broadcast: A's partitions coalesced into one, no exchange.")
+LIMIT = Implementation("limit-gather", "Limit", "λ_n(A) as a limit of each partition, gathered into one.")
+TAKE_ORDERED = Implementation("take-ordered", "Limit(Sort)",
+                              "λ_n(τ(A)) as a top-k of each partition merged into one (TakeOrderedAndProject).")
+UNION_ALL = Implementation("union-all", "Union", "A ∪all B as a concatenation of the inputs' partitions.")
+HASH_SET_OPERATION = Implementation("hash-set-operation", "Union | Intersect | Except",
+                                    "A ∪ B, A ∩ B, A − B as a hash aggregate over both inputs.")
+PARTIAL_AGGREGATE = Implementation("partial-aggregate", "PartialAggregate",
+                                   "The partial step of a split aggregate, per partition, in place.")
+HASH_EXCHANGE = Implementation("hash-exchange", "any group", "Hash partitioning on keys, when a consumer requires it.", True)
+SINGLE_EXCHANGE = Implementation("single-exchange", "any group", "All rows in one partition, when a consumer requires it.", True)
+BROADCAST_EXCHANGE = Implementation("broadcast-exchange", "any group", "A copy of all rows for every task (a hash join's build side).", True)
+LOCAL_SORT = Implementation("local-sort", "any group", "Each partition sorted, when a consumer requires an order.", True)
+
+IMPLEMENTATIONS = (FILE_SCAN, LOCAL_TABLE_SCAN, FILTER, PROJECT, *joins.RULES, HASH_AGGREGATE, PARTIAL_AGGREGATE,
+                   GLOBAL_SORT, SINGLE_TASK_SORT_RULE, LIMIT, TAKE_ORDERED, UNION_ALL, HASH_SET_OPERATION)
+ENFORCERS = (HASH_EXCHANGE, SINGLE_EXCHANGE, BROADCAST_EXCHANGE, LOCAL_SORT)
+RULES = (*IMPLEMENTATIONS, *ENFORCERS)
 
 
 def _keep(delivered: list[Props]) -> Props:
@@ -75,9 +100,14 @@ def _keep(delivered: list[Props]) -> Props:
 
 SINGLE_TASK_SORT = "COALESCE:1"  # the hint that sorts in one task: the input coalesced to one partition
 
+Implement = Callable[["SparkImplementer", Group, LogicalPlan, Props], Sequence[Alternative]]
+
 
 class SparkImplementer:
-    """Implementation rules and enforcers for Spark, minus the rules named in ``disabled``."""
+    """Implementation rules and enforcers for Spark, minus the rules named in ``disabled``.
+
+    :meth:`implement` dispatches on the operator's class (the first class of its MRO with
+    rules); each rule is an :class:`~tempura.rules.base.Implementation` the caller may disable."""
 
     def __init__(self, memo: Memo, costs: SparkCosts, disabled: Iterable[str] = ()) -> None:
         self.memo = memo
@@ -85,51 +115,84 @@ class SparkImplementer:
         self.disabled = set(disabled)
         self._shapes: dict[Join, joins.JoinShape] = {}
 
-    def enabled(self, rule: str) -> bool:
-        return rule not in self.disabled
+    def enabled(self, rule: Implementation) -> bool:
+        return rule.name not in self.disabled
 
     def _stats(self, ref: LogicalPlan) -> RelStats:
         assert isinstance(ref, GroupRef)
         return self.memo.group(ref.group).stats
 
     def implement(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        for kind in type(expr).__mro__:
+            method = _BY_OPERATOR.get(kind)
+            if method is not None:
+                return method(self, group, expr, required)
+        raise NotImplementedError(f"no physical implementation for {expr.operator}")
+
+    def _join(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, Join)
+        shape = self._shapes.get(expr)
+        if shape is None:
+            shape = self._shapes[expr] = joins.JoinShape.of(expr)
+        return joins.implement_join(self.memo, self.costs, group, expr, required, self.enabled, shape)
+
+    def _aggregate(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        if not self.enabled(HASH_AGGREGATE):
+            return []
+        return aggregate.implement_aggregate(self.memo, self.costs, group, expr, required)
+
+    def _partial(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, PartialAggregate)
+        if not self.enabled(PARTIAL_AGGREGATE):
+            return []
+        return aggregate.implement_partial(self.memo, self.costs, group, expr, required)
+
+    def _scan(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        if not self.enabled(FILE_SCAN):
+            return []
+        return [Alternative("Scan", expr.details(), (), self.costs.scan(group.stats), lambda _d: NO_PROPS, expr, rule=FILE_SCAN.name)]
+
+    def _values(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        if not self.enabled(LOCAL_TABLE_SCAN):
+            return []
+        return [Alternative("LocalTableScan", expr.details(), (), Cost(rows=group.stats.rows), lambda _d: NO_PROPS, expr,
+                            rule=LOCAL_TABLE_SCAN.name)]
+
+    def _filter(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, Filter)
+        if not self.enabled(FILTER):
+            return []
+        child = self._child(expr.input, joins.passable(required, set(expr.input.schema.names)))
+        return [Alternative("Filter", expr.details(), child, self.costs.filter(self._stats(expr.input), group.stats), _keep, expr,
+                            passthrough=(0,), rule=FILTER.name)]
+
+    def _project_rule(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, Project)
+        return [self._project(expr, required)] if self.enabled(PROJECT) else []
+
+    def _sort(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, Sort)
         c = self.costs
         out = group.stats
-        if isinstance(expr, Join):
-            shape = self._shapes.get(expr)
-            if shape is None:
-                shape = self._shapes[expr] = joins.JoinShape.of(expr)
-            return joins.implement_join(self.memo, c, group, expr, required, self.enabled, shape)
-        if isinstance(expr, (Aggregate, Distinct)):
-            return aggregate.implement_aggregate(self.memo, c, group, expr, required)
-        if isinstance(expr, PartialAggregate):
-            return aggregate.implement_partial(self.memo, c, group, expr, required)
-        if isinstance(expr, Scan):
-            return [Alternative("Scan", expr.details(), (), c.scan(out), lambda _d: NO_PROPS, expr, rule="scan")]
-        if isinstance(expr, Values):
-            return [Alternative("LocalTableScan", expr.details(), (), Cost(rows=out.rows), lambda _d: NO_PROPS, expr)]
-        if isinstance(expr, Filter):
-            child = self._child(expr.input, joins.passable(required, set(expr.input.schema.names)))
-            return [Alternative("Filter", expr.details(), child, c.filter(self._stats(expr.input), out), _keep, expr,
-                                passthrough=(0,))]
-        if isinstance(expr, Project):
-            return [self._project(expr, required)]
-        if isinstance(expr, Sort):
-            source = self._stats(expr.input)
-            child = self._child(expr.input, NO_PROPS)
+        source = self._stats(expr.input)
+        child = self._child(expr.input, NO_PROPS)
+        sorts = []
+        if self.enabled(GLOBAL_SORT):
             own = (c.shuffle(source) + c.sort(source)).with_rows(out.rows)
-            sorts = [Alternative("Sort", f"global {expr.details()}", child, own, _const(NO_PROPS), expr)]
-            if self.enabled(SINGLE_TASK_SORT_RULE) and source.bytes <= c.k.broadcast_threshold:
-                sorts.append(Alternative("Sort", f"single {expr.details()}", child, c.sort(source).with_rows(out.rows),
-                                         _const(NO_PROPS), expr, hint=SINGLE_TASK_SORT, rule=SINGLE_TASK_SORT_RULE))
-            return sorts
-        if isinstance(expr, Limit):
-            return self._limit(group, expr)
-        if isinstance(expr, SetOperation):
-            return [self._set_operation(expr, out)]
-        if isinstance(expr, GroupRef):
-            return []
-        raise NotImplementedError(f"no physical implementation for {expr.operator}")
+            sorts.append(Alternative("Sort", f"global {expr.details()}", child, own, _const(NO_PROPS), expr, rule=GLOBAL_SORT.name))
+        if self.enabled(SINGLE_TASK_SORT_RULE) and source.bytes <= c.k.broadcast_threshold:
+            sorts.append(Alternative("Sort", f"single {expr.details()}", child, c.sort(source).with_rows(out.rows),
+                                     _const(NO_PROPS), expr, hint=SINGLE_TASK_SORT, rule=SINGLE_TASK_SORT_RULE.name))
+        return sorts
+
+    def _limit_rule(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, Limit)
+        return self._limit(group, expr)
+
+    def _set_operation_rule(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, SetOperation)
+        made = self._set_operation(expr, group.stats)
+        return [made] if made is not None else []
 
     def _child(self, ref: LogicalPlan, required: Props) -> tuple[tuple[int, Props], ...]:
         assert isinstance(ref, GroupRef)
@@ -161,8 +224,9 @@ class SparkImplementer:
         out = group.stats
         alternatives = [
             Alternative("Limit", expr.details(), self._child(expr.input, NO_PROPS),
-                        (c.limit(out) + c.gather(out)).with_rows(out.rows), lambda _d: Props(SINGLE_PARTITION), expr)
-        ]
+                        (c.limit(out) + c.gather(out)).with_rows(out.rows), lambda _d: Props(SINGLE_PARTITION), expr,
+                        rule=LIMIT.name)
+        ] if self.enabled(LIMIT) else []
         source_ref = expr.input
         assert isinstance(source_ref, GroupRef)
         if self.enabled(TAKE_ORDERED) and expr.count is not None and not expr.offset:
@@ -174,19 +238,24 @@ class SparkImplementer:
                     alternatives.append(
                         Alternative("TakeOrderedAndProject", f"{expr.details()} {sort.details()}",
                                     self._child(sort.input, NO_PROPS), own, lambda _d: Props(SINGLE_PARTITION),
-                                    template, rule=TAKE_ORDERED)
+                                    template, rule=TAKE_ORDERED.name)
                     )
         return alternatives
 
-    def _set_operation(self, expr: SetOperation, out: RelStats) -> Alternative:
+    def _set_operation(self, expr: SetOperation, out: RelStats) -> Alternative | None:
         c = self.costs
         left, right = self._stats(expr.left), self._stats(expr.right)
         children = self._child(expr.left, NO_PROPS) + self._child(expr.right, NO_PROPS)
         if isinstance(expr, Union) and expr.all:
-            return Alternative("Union", expr.details(), children, c.union(out), lambda _d: NO_PROPS, expr)
+            if not self.enabled(UNION_ALL):
+                return None
+            return Alternative("Union", expr.details(), children, c.union(out), lambda _d: NO_PROPS, expr, rule=UNION_ALL.name)
+        if not self.enabled(HASH_SET_OPERATION):
+            return None
         both = RelStats(left.rows + right.rows, max(left.row_size, right.row_size), {})
         own = c.hash_aggregate(both, out, keyed=True)
-        return Alternative(expr.operator, f"hash {expr.details()}", children, own, lambda _d: NO_PROPS, expr)
+        return Alternative(expr.operator, f"hash {expr.details()}", children, own, lambda _d: NO_PROPS, expr,
+                           rule=HASH_SET_OPERATION.name)
 
     # -- enforcers -----------------------------------------------------------------------------
 
@@ -200,19 +269,22 @@ class SparkImplementer:
             def sorted_(delivered: list[Props]) -> Props:
                 return Props(delivered[0].distribution, ordering)
 
-            return [Alternative("Sort", f"local [{', '.join(ordering)}]", ((group.id, weaker),), c.sort(stats), sorted_, enforcer=True)]
+            if not self.enabled(LOCAL_SORT):
+                return []
+            return [Alternative("Sort", f"local [{', '.join(ordering)}]", ((group.id, weaker),), c.sort(stats), sorted_, enforcer=True,
+                                rule=LOCAL_SORT.name)]
         dist = required.distribution
-        if dist.kind in (HASH, CLUSTER):
+        if dist.kind in (HASH, CLUSTER) and self.enabled(HASH_EXCHANGE):
             (keys,) = dist.keys
             delivered = Props(Distribution.hashed(*keys))
             return [Alternative("Exchange", f"hashpartitioning({', '.join(keys)})", ((group.id, NO_PROPS),),
-                                c.shuffle(stats), _const(delivered), enforcer=True)]
-        if dist.kind == SINGLE:
+                                c.shuffle(stats), _const(delivered), enforcer=True, rule=HASH_EXCHANGE.name)]
+        if dist.kind == SINGLE and self.enabled(SINGLE_EXCHANGE):
             return [Alternative("Exchange", "SinglePartition", ((group.id, NO_PROPS),), c.gather(stats),
-                                _const(Props(SINGLE_PARTITION)), enforcer=True)]
-        if dist.kind == BROADCAST:
+                                _const(Props(SINGLE_PARTITION)), enforcer=True, rule=SINGLE_EXCHANGE.name)]
+        if dist.kind == BROADCAST and self.enabled(BROADCAST_EXCHANGE):
             return [Alternative("BroadcastExchange", "", ((group.id, NO_PROPS),), c.broadcast(stats),
-                                _const(Props(BROADCASTED)), enforcer=True)]
+                                _const(Props(BROADCASTED)), enforcer=True, rule=BROADCAST_EXCHANGE.name)]
         return []
 
 
@@ -220,4 +292,20 @@ def _const(props: Props) -> Callable[[list[Props]], Props]:
     return lambda _d: props
 
 
-__all__ = ["RULES", "SINGLE_TASK_SORT_RULE", "TAKE_ORDERED", "SparkImplementer"]
+_BY_OPERATOR: dict[type, Implement] = {
+    Join: SparkImplementer._join,
+    Aggregate: SparkImplementer._aggregate,
+    Distinct: SparkImplementer._aggregate,
+    PartialAggregate: SparkImplementer._partial,
+    Scan: SparkImplementer._scan,
+    Values: SparkImplementer._values,
+    Filter: SparkImplementer._filter,
+    Project: SparkImplementer._project_rule,
+    Sort: SparkImplementer._sort,
+    Limit: SparkImplementer._limit_rule,
+    SetOperation: SparkImplementer._set_operation_rule,
+    GroupRef: lambda _self, _group, _expr, _required: [],
+}
+
+
+__all__ = ["ENFORCERS", "IMPLEMENTATIONS", "RULES", "SINGLE_TASK_SORT_RULE", "TAKE_ORDERED", "SparkImplementer"]

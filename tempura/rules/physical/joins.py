@@ -37,13 +37,23 @@ from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.memo import Alternative, Group, GroupRef, Memo
 from tempura.memo.properties import ANY, BROADCASTED, HASH, NO_PROPS, Distribution, Props, restrict
+from tempura.rules.base import Implementation
 from tempura.stats.estimate import split_join_condition
 from tempura.stats.relation import RelStats
 
-BROADCAST_HASH_JOIN = "broadcast-hash-join"
-SHUFFLED_HASH_JOIN = "shuffled-hash-join"
-SORT_MERGE_JOIN = "sort-merge-join"
-NESTED_LOOP_JOIN = "nested-loop-join"
+BROADCAST_HASH_JOIN = Implementation(
+    "broadcast-hash-join", "Join",
+    "A ⋈ B as a hash join whose build side (no larger than the broadcast threshold) is broadcast; the "
+    "other side streams in place, keeping its partitioning.")
+SHUFFLED_HASH_JOIN = Implementation(
+    "shuffled-hash-join", "Join",
+    "A ⋈ B as a hash join of both sides hash-partitioned on the equi-join keys, building on one side.")
+SORT_MERGE_JOIN = Implementation(
+    "sort-merge-join", "Join",
+    "A ⋈ B as a merge of both sides hash-partitioned and sorted on the equi-join keys; delivers that order.")
+NESTED_LOOP_JOIN = Implementation(
+    "nested-loop-join", "Join",
+    "A ⋈ B without equi-join keys (or null-aware): every row of the streamed side against a broadcast side.")
 RULES = (BROADCAST_HASH_JOIN, SHUFFLED_HASH_JOIN, SORT_MERGE_JOIN, NESTED_LOOP_JOIN)
 
 BUILD_RIGHT = {JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI}
@@ -89,7 +99,7 @@ def implement_join(
     group: Group,
     join: Join,
     required: Props,
-    enabled: Callable[[str], bool],
+    enabled: Callable[[Implementation], bool],
     shape: JoinShape,
 ) -> list[Alternative]:
     left_ref, right_ref = join.left, join.right
@@ -105,11 +115,11 @@ def implement_join(
     rkeys = tuple(b for _, b in pairs)
     out_cols = set(group.schema.names)
 
-    def alt(name: str, rule: str, children: tuple[tuple[int, Props], ...], own: Cost,
+    def alt(name: str, rule: Implementation, children: tuple[tuple[int, Props], ...], own: Cost,
             deliver: Callable[[list[Props]], Props], hint: str, details: str, passthrough: tuple[int, ...] = ()) -> None:
         text = f"{shape.text}{(' ' + details) if details else ''}"
         alternatives.append(
-            Alternative(name, text, children, own.with_rows(out.rows), deliver, join, hint, rule, passthrough=passthrough)
+            Alternative(name, text, children, own.with_rows(out.rows), deliver, join, hint, rule.name, passthrough=passthrough)
         )
 
     def stream(index: int) -> Callable[[list[Props]], Props]:

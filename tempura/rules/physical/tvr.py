@@ -32,11 +32,11 @@ from tempura.cost.operators import SparkCosts
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import Alternative, Group, GroupRef, Memo
 from tempura.memo.properties import BROADCAST, BROADCASTED, NO_PROPS, SINGLE_PARTITION, Props
-from tempura.rules.physical.aggregate import PartialAggregate
+from tempura.algebra import PartialAggregate
 from tempura.rules.physical.implementer import SparkImplementer
 from tempura.rules.tvr.expansion import available
 from tempura.stats.relation import RelStats
-from tempura.tvr.bounds import Prover
+from tempura.infer.prover import Prover
 from tempura.tvr.operators import SourceRead
 
 LOAD = "LoadState"

@@ -18,6 +18,8 @@ them per key; both levels have mergeable partial states.
 
 from __future__ import annotations
 
+from typing import cast
+
 from sqlglot import exp
 
 from tempura.algebra import (Aggregate, AggregateCall, Distinct, Field, Join, JoinKind, LogicalPlan, Project, Projection, Union,
@@ -48,11 +50,14 @@ class PartialSnapshotRule(TvrRule):
     over deletions (a snapshot is a bag), but not a ``DISTINCT`` call or a ``FILTER``."""
 
     name = "tvr-partial-snapshot"
+    family = "aggregate"
+    pattern = (Aggregate, Distinct)
     produces = FormKind.PARTIAL
     method = "batch"
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, (Aggregate, Distinct)) or not has_partial_states(expr) or x.aggregate_of(group) is not expr:
+        expr = cast("Aggregate | Distinct", expr)  # the expansion offers only expressions of the pattern
+        if not has_partial_states(expr) or x.aggregate_of(group) is not expr:
             return []  # one aggregate of the group holds its partial states
         snapshot = x.ss(x.child(expr.input), form.end)
         if snapshot is None:
@@ -66,11 +71,12 @@ class ValueDeltaRule(TvrRule):
     mergeable partial state: SUM, COUNT and AVG always, MIN and MAX over insert-only input."""
 
     name = "tvr-value-delta"
+    family = "aggregate"
+    pattern = (Aggregate, Distinct)
     produces = FormKind.VALUE_DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, (Aggregate, Distinct)):
-            return []
+        expr = cast("Aggregate | Distinct", expr)  # the expansion offers only expressions of the pattern
         best = x.aggregate_of(group)
         if best is not expr and best is not None and has_partial_states(best):
             return []  # the value deltas are those of the aggregate holding the partial states
@@ -95,6 +101,7 @@ class ValueDeltaMerge(TvrRule):
     computing on its own (kept, or read by more than the merge): the cost decides."""
 
     name = "tvr-value-delta-merge"
+    family = "aggregate"
     produces = FormKind.PARTIAL
     phase = "intra"
     per_expression = False
@@ -118,6 +125,7 @@ class FinalizeSnapshot(TvrRule):
     """``SS[v](γ(R)) ⇒ finalize(PS[v])``: the aggregate's rows from its partial states."""
 
     name = "tvr-finalize"
+    family = "aggregate"
     produces = FormKind.SNAPSHOT
     phase = "intra"
     per_expression = False
@@ -147,10 +155,13 @@ class AffectedGroupsDelta(TvrRule):
     affected, and its delta is the difference of its snapshots."""
 
     name = "tvr-aggregate-affected-groups"
+    family = "aggregate"
+    pattern = (Aggregate,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Aggregate) or not expr.keys or form.end < 2:
+        expr = cast(Aggregate, expr)  # the expansion offers only expressions of the pattern
+        if not expr.keys or form.end < 2:
             return []
         child = x.child(expr.input)
         delta, old = x.sd(child, form.end), x.ss(group, form.end - 1)
@@ -187,10 +198,13 @@ class NewGroupsDelta(TvrRule):
     states mergeable over the delta's signs (SUM, COUNT, AVG; MIN and MAX over insert-only input)."""
 
     name = "tvr-aggregate-new-groups"
+    family = "aggregate"
+    pattern = (Aggregate,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if (not isinstance(expr, Aggregate) or not expr.keys or form.end < 2 or x.prover is None
+        expr = cast(Aggregate, expr)  # the expansion offers only expressions of the pattern
+        if (not expr.keys or form.end < 2 or x.prover is None
                 or not _mergeable(x, expr)):
             return []
         child = x.child(expr.input)
@@ -208,11 +222,14 @@ class CountDistinctSplit(TvrRule):
     the inner counts (with grouping keys only: a global ``SUM`` over no rows is NULL, not 0)."""
 
     name = "tvr-count-distinct-split"
+    family = "aggregate"
+    pattern = (Aggregate,)
     produces = FormKind.DELTA
     phase = "template"
 
     def rewrite(self, x: Expansion, group: int, expr: LogicalPlan) -> list[LogicalPlan]:
-        if not isinstance(expr, Aggregate) or not any(c.distinct for c in expr.calls):
+        expr = cast(Aggregate, expr)  # the expansion offers only expressions of the pattern
+        if not any(c.distinct for c in expr.calls):
             return []
         counted = {_distinct_column(c) for c in expr.calls if c.distinct}
         column = counted.pop() if len(counted) == 1 else None

@@ -21,15 +21,26 @@ class TvrRule:
     (:meth:`~tempura.rules.tvr.expansion.Expansion.finish`). ``per_expression`` rules are tried on each logical expression of the group, the others
     once per group (``expr`` is then ``None``). ``method`` is the incremental method the rewrite
     belongs to, which labels the fragments it ends up in.
+
+    ``pattern`` is the operator classes a ``per_expression`` rule rewrites: the expansion offers
+    it only the template expressions of those classes (an empty pattern: every expression, or
+    the whole group). ``family`` is the operator family it belongs to (how the registry groups
+    the TVR rules).
     """
 
     name: ClassVar[str]
+    family: ClassVar[str]
+    pattern: ClassVar[tuple[type[LogicalPlan], ...]] = ()
     produces: ClassVar[FormKind]
     phase: ClassVar[str] = "generating"
     per_expression: ClassVar[bool] = True
     method: ClassVar[str] = "ivm"
     # fires at particular versions only (the last one): a copied version runs it on top
     version_specific: ClassVar[bool] = False
+
+    def matches(self, expr: LogicalPlan) -> bool:
+        """Whether ``expr`` is of the rule's pattern."""
+        return not self.pattern or isinstance(expr, self.pattern)
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
         raise NotImplementedError

@@ -46,6 +46,8 @@ across versions.
 
 from __future__ import annotations
 
+from typing import cast
+
 from sqlglot import exp
 
 from tempura.algebra import Aggregate, AggregateCall, Field, Join, JoinKind, LogicalPlan, Project, Projection, col
@@ -63,12 +65,15 @@ class AggregateBelowOuterJoin(TvrRule):
     """Adds the eagerly aggregated form of ``γ(L ⟕ R)`` to the template (see the module)."""
 
     name = "tvr-aggregate-below-outer-join"
+    family = "outer join"
+    pattern = (Aggregate,)
     produces = FormKind.DELTA
     phase = "template"
     method = "ojv"
 
     def rewrite(self, x: Expansion, group: int, expr: LogicalPlan) -> list[LogicalPlan]:
-        if not isinstance(expr, Aggregate) or not expr.calls or not expr.keys:
+        expr = cast(Aggregate, expr)  # the expansion offers only expressions of the pattern
+        if not expr.calls or not expr.keys:
             return []  # a global aggregate over no rows of L counts 0, its outer SUM would be NULL
         out = []
         for join in x.template_exprs(x.child(expr.input)):
@@ -147,6 +152,7 @@ class OuterJoinCountUpdate(TvrRule):
     ``L`` does not change (see the module)."""
 
     name = "tvr-outer-join-count-update"
+    family = "outer join"
     produces = FormKind.PARTIAL
     phase = "intra"
     per_expression = False

@@ -41,7 +41,7 @@ from tempura.tvr.partials import has_partial_states
 
 if TYPE_CHECKING:
     from tempura.rules.tvr import TvrRule
-    from tempura.tvr.bounds import Prover
+    from tempura.infer.prover import Prover
 
 
 @dataclass
@@ -89,6 +89,8 @@ class Expansion:
             if rule.phase == "template":
                 for group_id in sorted(self._template):
                     for expr in self.template_exprs(group_id):
+                        if not rule.matches(expr):
+                            continue
                         for plan in rule.rewrite(self, group_id, expr):
                             before = memo.additions
                             memo.insert(plan, into=group_id)
@@ -113,6 +115,13 @@ class Expansion:
     def template_exprs(self, group: int) -> list[LogicalPlan]:
         """The logical expressions of a template group (what rules rewrite)."""
         return [e for e in self.memo.group(group).exprs if not isinstance(e, (GroupRef, TvrOperator))]
+
+    def _offered(self, rule: TvrRule, group: int) -> list[LogicalPlan | None]:
+        """What ``rule`` is applied to in ``group``: the template expressions of its pattern, or
+        the whole group (``None``) for a rule that is not ``per_expression``."""
+        if not rule.per_expression:
+            return [None]
+        return [e for e in self.template_exprs(group) if rule.matches(e)]
 
     def child(self, ref: LogicalPlan) -> int:
         assert isinstance(ref, GroupRef)
@@ -224,6 +233,8 @@ class Expansion:
                 if isinstance(expr, GroupRef):
                     continue
                 for rule in rules:
+                    if not rule.matches(expr):
+                        continue
                     for plan in rule.rewrite(self, group, expr):
                         before = self.memo.additions
                         self.memo.insert(plan, into=group)
@@ -275,13 +286,15 @@ class Expansion:
                         continue
                     if skip_batch and rule.method == "batch":
                         continue
-                    for expr in self.template_exprs(group) if rule.per_expression else [None]:
+                    for expr in self._offered(rule, group):
                         for plan in rule.apply(self, group, expr, form):
                             self._insert(key, plan, rule.name)
             if skip_batch and key not in self._forms:
                 for rule in self.rules:
                     if rule.produces is form.kind and rule.method == "batch":
                         for expr in self.template_exprs(group):
+                            if not rule.matches(expr):
+                                continue
                             for plan in rule.apply(self, group, expr, form):
                                 self._insert(key, plan, rule.name)
                 if key in self._forms:
@@ -315,7 +328,7 @@ class Expansion:
         self._copied_from[key] = source
         for rule in self.rules:
             if rule.version_specific and rule.produces is form.kind:
-                for expr in self.template_exprs(group) if rule.per_expression else [None]:
+                for expr in self._offered(rule, group):
                     for extra in rule.apply(self, group, expr, form):
                         self._insert(key, extra, rule.name)
         return key in self._forms

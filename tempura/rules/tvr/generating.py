@@ -8,6 +8,8 @@ two deltas, and multiplies their multiplicities.
 
 from __future__ import annotations
 
+from typing import cast
+
 from sqlglot import exp
 
 from tempura.algebra import Field, Filter, Join, JoinKind, LogicalPlan, Project, Projection, Scan, Union, col
@@ -35,12 +37,13 @@ class SnapshotScan(TvrRule):
     by ``t_v`` (with its deletions applied)."""
 
     name = "tvr-snapshot-scan"
+    family = "scan"
+    pattern = (Scan,)
     produces = FormKind.SNAPSHOT
     method = "batch"
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Scan):
-            return []
+        expr = cast(Scan, expr)  # the expansion offers only expressions of the pattern
         return [SourceRead(expr, 0, form.end, False)]
 
 
@@ -49,6 +52,7 @@ class SnapshotOperator(TvrRule):
     its inputs' snapshots. This is recompute, and it is always available."""
 
     name = "tvr-snapshot"
+    family = "any operator"
     produces = FormKind.SNAPSHOT
     method = "batch"
 
@@ -66,11 +70,12 @@ class DeltaScan(TvrRule):
     interval, ``+1`` each, and ``-1`` for each deletion."""
 
     name = "tvr-delta-scan"
+    family = "scan"
+    pattern = (Scan,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Scan):
-            return []
+        expr = cast(Scan, expr)  # the expansion offers only expressions of the pattern
         return [SourceRead(expr, form.start, form.end, True)]
 
 
@@ -79,11 +84,12 @@ class DeltaFilter(TvrRule):
     multiplicity, as it would in the snapshot."""
 
     name = "tvr-delta-filter"
+    family = "filter and project"
+    pattern = (Filter,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Filter):
-            return []
+        expr = cast(Filter, expr)  # the expansion offers only expressions of the pattern
         delta = x.sd(x.child(expr.input), form.end)
         return [] if delta is None else [Filter(delta, expr.condition)]
 
@@ -93,11 +99,12 @@ class DeltaProject(TvrRule):
     so it maps each delta row."""
 
     name = "tvr-delta-project"
+    family = "filter and project"
+    pattern = (Project,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Project):
-            return []
+        expr = cast(Project, expr)  # the expansion offers only expressions of the pattern
         delta = x.sd(x.child(expr.input), form.end)
         if delta is None:
             return []
@@ -110,10 +117,13 @@ class DeltaJoin(TvrRule):
     exactly once. At ``v = 1`` the old snapshots are empty: ``S_1 ⋈ ΔR``."""
 
     name = "tvr-delta-join"
+    family = "join"
+    pattern = (Join,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Join) or expr.kind not in (JoinKind.INNER, JoinKind.CROSS):
+        expr = cast(Join, expr)  # the expansion offers only expressions of the pattern
+        if expr.kind not in (JoinKind.INNER, JoinKind.CROSS):
             return []
         fields = delta_fields(expr)
         terms = _inner_delta_terms(x, expr, form.end, fields)
@@ -143,10 +153,13 @@ class DeltaJoinKeyed(TvrRule):
     term's multiplicity is the product of its inputs'."""
 
     name = "tvr-delta-join-keyed"
+    family = "join"
+    pattern = (Join,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if (not isinstance(expr, Join) or expr.kind not in (JoinKind.INNER, JoinKind.CROSS) or form.end < 2
+        expr = cast(Join, expr)  # the expansion offers only expressions of the pattern
+        if (expr.kind not in (JoinKind.INNER, JoinKind.CROSS) or form.end < 2
                 or x.prover is None or not x.prover.co_arriving(expr)):
             return []
         v = form.end
@@ -180,10 +193,13 @@ class DeltaUnion(TvrRule):
     """``Δ(S ⊎ R) ⇒ ΔS ⊎ ΔR`` for ``UNION ALL``: multiplicities add."""
 
     name = "tvr-delta-union"
+    family = "union"
+    pattern = (Union,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Union) or not expr.all:
+        expr = cast(Union, expr)  # the expansion offers only expressions of the pattern
+        if not expr.all:
             return []
         left, right = x.sd(x.child(expr.left), form.end), x.sd(x.child(expr.right), form.end)
         if left is None or right is None:
@@ -207,11 +223,14 @@ class DeltaOuterJoin(TvrRule):
     """
 
     name = "tvr-delta-outer-join"
+    family = "outer join"
+    pattern = (Join,)
     produces = FormKind.DELTA
     method = "ojv"
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Join) or expr.kind not in (JoinKind.LEFT, JoinKind.RIGHT, JoinKind.FULL):
+        expr = cast(Join, expr)  # the expansion offers only expressions of the pattern
+        if expr.kind not in (JoinKind.LEFT, JoinKind.RIGHT, JoinKind.FULL):
             return []
         v = form.end
         if v < 2:
@@ -252,11 +271,14 @@ class DeltaOuterJoinProbe(TvrRule):
     """
 
     name = "tvr-delta-outer-join-probe"
+    family = "outer join"
+    pattern = (Join,)
     produces = FormKind.DELTA
     method = "ojv"
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Join) or expr.kind not in (JoinKind.LEFT, JoinKind.RIGHT) or form.end < 2:
+        expr = cast(Join, expr)  # the expansion offers only expressions of the pattern
+        if expr.kind not in (JoinKind.LEFT, JoinKind.RIGHT) or form.end < 2:
             return []
         v, cond, mirrored = form.end, expr.condition, expr.kind is JoinKind.RIGHT
         p, o = (x.child(expr.right), x.child(expr.left)) if mirrored else (x.child(expr.left), x.child(expr.right))

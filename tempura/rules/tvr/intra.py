@@ -49,6 +49,7 @@ class DeltaMerge(TvrRule):
     """``SS[v] ⇒ SS[v-1] +# SD[v-1,v]`` for the view itself (classic IVM)."""
 
     name = "tvr-delta-merge"
+    family = "any operator"
     produces = FormKind.SNAPSHOT
     phase = "intra"
     per_expression = False
@@ -62,6 +63,7 @@ class DeltaMergeInner(TvrRule):
     auxiliary state (higher-order deltas)."""
 
     name = "tvr-delta-merge-inner"
+    family = "any operator"
     produces = FormKind.SNAPSHOT
     phase = "intra"
     per_expression = False
@@ -77,6 +79,7 @@ class StreamingAccumulate(TvrRule):
     retracted."""
 
     name = "tvr-streaming-accumulate"
+    family = "any operator"
     produces = FormKind.SNAPSHOT
     phase = "intra"
     per_expression = False
@@ -90,6 +93,7 @@ class SnapshotToDelta(TvrRule):
     """``SD[v-1,v] ⇒ Consolidate(SS[v] ⊎ −SS[v-1])`` (``SD[0,1] ⇒ SS[1]`` as a delta)."""
 
     name = "tvr-snapshot-to-delta"
+    family = "any operator"
     produces = FormKind.DELTA
     phase = "intra"
     per_expression = False
@@ -127,6 +131,7 @@ class DeliveredDelta(TvrRule):
     delta is the difference of its snapshots (docs/SEMANTICS.md)."""
 
     name = "tvr-delivered-delta"
+    family = "any operator"
     produces = FormKind.DELTA
     phase = "intra"
     per_expression = False

@@ -20,7 +20,7 @@ spans it asks for are those of whole groups (:meth:`~tempura.rules.tvr.expansion
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from tempura.algebra import Filter, Join, JoinKind, LogicalPlan, Project, column_name
 from tempura.memo import GroupRef
@@ -45,11 +45,14 @@ class NarrowKeyedRead(TvrRule):
     """Narrows a read below a join to the intervals whose rows may match (see the module)."""
 
     name = "tvr-narrow-keyed-read"
+    family = "join"
+    pattern = (Join,)
     produces = FormKind.DELTA
     phase = "expanded"
 
     def rewrite(self, x: Expansion, group: int, expr: LogicalPlan) -> list[LogicalPlan]:
-        if not isinstance(expr, Join) or expr.condition is None or x.prover is None or not x.prover.bounds.keys:
+        expr = cast(Join, expr)  # the expansion offers only expressions of the pattern
+        if expr.condition is None or x.prover is None or not x.prover.bounds.keys:
             return []
         pairs = equated(expr.condition)
         out: list[LogicalPlan] = []

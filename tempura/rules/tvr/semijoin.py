@@ -14,6 +14,8 @@ its multiplicity); the other two are the old rows that got their first match or 
 
 from __future__ import annotations
 
+from typing import cast
+
 from sqlglot import exp
 
 from tempura.algebra import Filter, Join, JoinKind, LogicalPlan, Project, Projection, Union, col
@@ -45,10 +47,13 @@ class DeltaSemiAntiJoin(TvrRule):
     ``v = 2``; ``SD[0,1]`` is the first snapshot)."""
 
     name = "tvr-delta-semi-anti-join"
+    family = "semi and anti join"
+    pattern = (Join,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Join) or expr.kind not in (JoinKind.SEMI, JoinKind.ANTI) or form.end < 2:
+        expr = cast(Join, expr)  # the expansion offers only expressions of the pattern
+        if expr.kind not in (JoinKind.SEMI, JoinKind.ANTI) or form.end < 2:
             return []
         parts = match_changes(x, expr, form.end)
         if parts is None:
@@ -71,10 +76,13 @@ class DeltaSemiAntiJoinKeyed(TvrRule):
     those of :class:`DeltaSemiAntiJoin` (usually proven empty on the same keys)."""
 
     name = "tvr-delta-semi-anti-join-keyed"
+    family = "semi and anti join"
+    pattern = (Join,)
     produces = FormKind.DELTA
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if (not isinstance(expr, Join) or expr.kind not in (JoinKind.SEMI, JoinKind.ANTI) or form.end < 2
+        expr = cast(Join, expr)  # the expansion offers only expressions of the pattern
+        if (expr.kind not in (JoinKind.SEMI, JoinKind.ANTI) or form.end < 2
                 or x.prover is None or expr.condition is None):
             return []
         v, r = form.end, x.child(expr.right)

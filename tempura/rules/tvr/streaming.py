@@ -16,6 +16,8 @@ Right outer joins split the mirror way and full outer joins into ``QP`` and both
 
 from __future__ import annotations
 
+from typing import cast
+
 from tempura.algebra import Aggregate, Distinct, Filter, Join, JoinKind, LogicalPlan, Project, Union, aggregate_parts
 from tempura.tvr.partials import has_partial_states
 from tempura.rules.tvr.base import TvrRule
@@ -48,12 +50,15 @@ class StreamingOuterJoinSplit(TvrRule):
     """``SS[k](S ⟕ R) ⇒ SS[k](S ⋈ R) ⊎ SS[k](pad(S ▷ R))`` over insert-only inputs."""
 
     name = "tvr-streaming-outer-join-split"
+    family = "outer join"
+    pattern = (Join,)
     produces = FormKind.SNAPSHOT
     method = "streaming"
     version_specific = True
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if not isinstance(expr, Join) or form.end != x.k:
+        expr = cast(Join, expr)  # the expansion offers only expressions of the pattern
+        if form.end != x.k:
             return []
         parts = split_parts(x, expr)
         if parts is None:
@@ -69,12 +74,15 @@ class StreamingAggregateSplit(TvrRule):
     ``chain`` is the filters and projections between the aggregate and the outer join."""
 
     name = "tvr-streaming-aggregate-split"
+    family = "aggregate"
+    pattern = (Aggregate, Distinct)
     produces = FormKind.PARTIAL
     method = "streaming"
     version_specific = True
 
     def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
-        if (not isinstance(expr, (Aggregate, Distinct)) or form.end != x.k or not has_partial_states(expr)
+        expr = cast("Aggregate | Distinct", expr)  # the expansion offers only expressions of the pattern
+        if (form.end != x.k or not has_partial_states(expr)
                 or x.aggregate_of(group) is not expr):
             return []
         chain: list[LogicalPlan] = []

@@ -17,7 +17,7 @@ records every physical alternative the timed implementer offers:
   group without a requirement, at that time point or later, may load it — at the same time
   point too, which is how a result read by several consumers of one time point is shared.
 
-:class:`MqoChooser` hands the extractor (:class:`tempura.incremental.Extractor`) the selection's
+:class:`MqoChooser` hands the extractor (:class:`tempura.optimizer.extract.Extractor`) the selection's
 choice per node: an alternative, or a load of a kept state computed by its own fragment.
 """
 

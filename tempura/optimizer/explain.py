@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tempura.memo import PhysicalPlan
-from tempura.planner import PlannedQuery
 from tempura.algebra import LogicalPlan, Query, format_plan
+from tempura.memo import PhysicalPlan
+from tempura.optimizer.plans import PlannedQuery
 from tempura.cost import PlanCost
 from tempura.cost.model import format_bytes, format_time
 from tempura.sql import to_spark_sql
@@ -172,8 +172,10 @@ def physical_json(plan: PhysicalPlan) -> dict[str, object]:
 
 
 def format_trace(planned: PlannedQuery) -> str:
-    """The rules that fired, phase by phase, and what the search did."""
-    lines = ["normalization: " + (", ".join(planned.normalization) if planned.normalization else "no rule fired")]
+    """The phases with what each did and its time, the rules that fired, and what the search did."""
+    lines = ["phases:"]
+    lines.extend(f"  {record}" for record in planned.phases)
+    lines.append("normalization: " + (", ".join(planned.normalization) if planned.normalization else "no rule fired"))
     if planned.trace is not None:
         lines.append("exploration:")
         lines.extend(f"  {firing}" for firing in planned.trace.firings)

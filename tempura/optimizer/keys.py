@@ -1,0 +1,136 @@
+"""What two plannings of one standing query agree on: group signatures, state keys, and the
+committed states a re-planning may read.
+
+A state an earlier run saved is found again by its key, not by a memo group id (a later planning
+may number groups differently): a TVR form of a template group is keyed by the form and the
+group's signature, any other group by a digest of its first expression in full.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+
+from tempura.algebra import LogicalPlan
+from tempura.memo import GroupRef, Memo
+from tempura.rules.tvr import Expansion
+from tempura.tvr.forms import Form
+
+
+@dataclass(frozen=True)
+class CommittedState:
+    """A state an earlier run saved: its id, the time point it was saved at, and its
+    :attr:`~tempura.tvr.plan.KeptState.key`."""
+
+    id: str
+    produced_at: int
+    key: str
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Re-planning a cycle whose time points before ``floor`` are committed: new work runs at
+    ``floor`` or later, and ``states`` saved before it may be read at the cost of a read."""
+
+    floor: int
+    states: tuple[CommittedState, ...] = ()
+
+
+def template_signatures(memo: Memo, groups: int) -> dict[int, str]:
+    """A signature of each of the first ``groups`` groups that two plannings of one query agree
+    on: a digest of the group's first expression, its inputs replaced by their signatures. A
+    state's key pairs its TVR form with its template group's signature, so a later planning finds
+    the same relation even where it numbers groups differently."""
+    out: dict[int, str] = {}
+
+    def sign(group: int, active: frozenset[int]) -> str:
+        group = memo.find(group)
+        made = out.get(group)
+        if made is not None:
+            return made
+        if group in active:
+            return "cycle"
+        expr = memo.group(group).exprs[0]
+        inputs = [sign(c.group, active | {group}) for c in expr.inputs if isinstance(c, GroupRef)]
+        text = f"{expr.operator}|{expr.details()}|{','.join(inputs)}|{','.join(memo.group(group).schema.names)}"
+        made = out[group] = hashlib.sha1(text.encode()).hexdigest()[:16]
+        return made
+
+    for g in range(groups):
+        sign(g, frozenset())
+    return out
+
+
+def _payload(expr: LogicalPlan) -> str:
+    """What an expression holds besides its inputs, in full: its display details and every
+    field that is not an input (aggregate calls, predicates and projections as SQL)."""
+    from sqlglot import exp
+
+    def text(value: object) -> str:
+        if isinstance(value, LogicalPlan):
+            return ""
+        if isinstance(value, exp.Expr):
+            return value.sql()
+        if isinstance(value, (tuple, list)):
+            return "(" + ",".join(text(v) for v in value) + ")"
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return type(value).__name__ + "(" + ",".join(text(getattr(value, f.name)) for f in dataclasses.fields(value)) + ")"
+        return repr(value)
+
+    own: list[str] = [text(getattr(expr, f.name)) for f in dataclasses.fields(expr)] if dataclasses.is_dataclass(expr) else []
+    return f"{expr.details()}|{';'.join(own)}"
+
+
+def state_keys(memo: Memo, forms: dict[tuple[int, Form], int], signatures: dict[int, str]) -> dict[int, str]:
+    """A key for every group of an expanded memo that two plannings of one query agree on, so a
+    state saved under one planning is found by the next. A group that is a TVR form of a
+    template group is keyed ``form|signature``; any other group (a rule's intermediate
+    relation, e.g. a consolidated Z-set) by a digest of its first expression in full, its
+    inputs replaced by their keys. A group whose expression reaches back into itself gets no key:
+    it is then never matched, which costs a recomputation, never a wrong state."""
+    out: dict[int, str] = {memo.find(g): f"{f}|{signatures[t]}" for (t, f), g in forms.items() if t in signatures}
+    unkeyed: set[int] = set()
+
+    def key(group: int, active: frozenset[int]) -> str | None:
+        group = memo.find(group)
+        if group in out:
+            return out[group]
+        if group in active or group in unkeyed:
+            return None
+        expr = memo.group(group).exprs[0]
+        inputs = []
+        for child in expr.inputs:
+            if isinstance(child, GroupRef):
+                made = key(child.group, active | {group})
+                if made is None:
+                    unkeyed.add(group)
+                    return None
+                inputs.append(made)
+        schema = ",".join(f"{f.name}:{f.type}" for f in memo.group(group).schema.fields)
+        digest = hashlib.sha1(f"{type(expr).__name__}|{_payload(expr)}|{'/'.join(inputs)}|{schema}".encode()).hexdigest()[:20]
+        out[group] = f"expr|{digest}"
+        return out[group]
+
+    for g in memo.groups:
+        key(g.id, frozenset())
+    return out
+
+
+def committed_groups(memo: Memo, expansion: Expansion, signatures: dict[int, str], resume: Resume | None) -> dict[int, tuple[int, str]]:
+    """The groups of the committed states this planning can read: group -> (time point, id)."""
+    if resume is None or not resume.states:
+        return {}
+    groups: dict[str, int] = {}
+    for group, key in state_keys(memo, expansion._forms, signatures).items():
+        groups.setdefault(key, group)
+    out: dict[int, tuple[int, str]] = {}
+    for state in sorted(resume.states, key=lambda s: s.produced_at):
+        found = groups.get(state.key)
+        if found is not None and state.produced_at < resume.floor:
+            out[found] = (state.produced_at, state.id)
+    return out
+
+
+
+__all__ = ["CommittedState", "Resume", "committed_groups", "state_keys", "template_signatures"]
