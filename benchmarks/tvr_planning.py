@@ -4,8 +4,9 @@ copy by translational symmetry saves.
 For every TPC-H query, planned over the statistics of TPC-H at scale 0.01 (shipped with the
 benchmark; ``--stats`` takes another file written by ``tempura analyze``):
 
-- the time to plan it with ``auto`` over 4 time points (median of ``repeat`` runs), and the memo
-  it builds: template, groups and expressions;
+- the time to plan it with ``auto`` over 4 time points (median of ``repeat`` runs), the memo
+  it builds (template, groups and expressions), and each optimizer phase's time (median); the
+  summary gives each phase's share of the planning time over all the queries;
 - the time to plan it over 8 time points with the memo copy and with every version expanded by
   rules, in alternating runs (median of ``repeat`` each), and their ratio, for the expansion
   phase alone and for the whole planning;
@@ -77,6 +78,7 @@ def run(out: Path, repeat: int = 3, stats_file: Path = STATS, names: list[str] |
             "groups_4": plan4.search["groups"],
             "expressions_4": plan4.search["expressions"],
             "methods_4": plan4.methods,
+            "phases_4": {phase: statistics.median(p.search["phases"][phase] for _, p in four) for phase in plan4.search["phases"]},
             "groups_8": plan8.search["groups"],
             "expressions_8": plan8.search["expressions"],
             "plan_seconds_8_copy": statistics.median(t for t, _ in copy_runs),
@@ -90,7 +92,16 @@ def run(out: Path, repeat: int = 3, stats_file: Path = STATS, names: list[str] |
         rows.append(row)
         log(f"{name}: {row['plan_seconds_4']:.2f}s at 4 points ({row['groups_4']} groups); 8 points: expansion "
             f"{expand_full:.2f}s -> {expand_copy:.2f}s with copy ({row['expand_speedup_8']:.1f}x), peak {row['peak_mb_8']:.0f} MB")
+    phase_totals: dict[str, float] = {}
+    for r in rows:
+        for phase, seconds in r["phases_4"].items():
+            phase_totals[phase] = phase_totals.get(phase, 0.0) + seconds
+    total = sum(phase_totals.values()) or 1.0
+    shares = {phase: seconds / total for phase, seconds in phase_totals.items()}
+    log("phases' shares of planning time at 4 time points: " + ", ".join(f"{p} {s:.1%}" for p, s in shares.items()))
     summary = {
+        "phase_shares_4": shares,
+        "phase_seconds_4": phase_totals,
         "max_plan_seconds_4": max(r["plan_seconds_4"] for r in rows),
         "median_expand_speedup_8": statistics.median(r["expand_speedup_8"] for r in rows),
         "min_expand_speedup_8": min(r["expand_speedup_8"] for r in rows),

@@ -251,7 +251,11 @@ def _expand(p: Planning) -> str:
                             prover=p.prover)
     due = [v for v in _due(p) if not copying or v <= COPY_FROM]
     _deliver(p, due)
-    return f"{p.expansion.report.forms} forms for the deliveries at {', '.join(f't{v}' for v in due) or 'no time point'}"
+    if copying and any(v > COPY_FROM for v in _due(p)):
+        # what the copy phase copies the later deliveries from: the delivered form at version 2
+        source = p.expansion.ss(p.root, COPY_FROM) if p.asked().output == "snapshot" else p.expansion.sd(p.root, COPY_FROM)
+        due = sorted({*due, COPY_FROM}) if source is not None else due
+    return f"{p.expansion.report.forms} forms for {', '.join(f't{v}' for v in due) or 'no time point'}"
 
 
 def _copy(p: Planning) -> str:
