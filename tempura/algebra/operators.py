@@ -311,6 +311,11 @@ class AggregateCall:
         return isinstance(node.args.get("this"), exp.Distinct)
 
 
+def grouped_schema(input: Schema, keys: tuple[str, ...], calls: tuple[AggregateCall, ...]) -> Schema:
+    """The columns of a grouping: its keys as the input has them, then one per call."""
+    return Schema(tuple(input.field(k) for k in keys) + tuple(c.field for c in calls))
+
+
 @dataclass(frozen=True, eq=False)
 class Aggregate(Unary):
     """Group by the input columns ``keys`` and compute ``calls`` per group."""
@@ -320,8 +325,7 @@ class Aggregate(Unary):
     calls: tuple[AggregateCall, ...]
 
     def _derive_schema(self) -> Schema:
-        key_fields = tuple(self.input.schema.field(k) for k in self.keys)
-        return Schema(key_fields + tuple(c.field for c in self.calls))
+        return grouped_schema(self.input.schema, self.keys, self.calls)
 
     def details(self) -> str:
         calls = ", ".join(f"{c.field.name} := {c.call.sql(dialect='spark')}" for c in self.calls)
@@ -329,7 +333,7 @@ class Aggregate(Unary):
 
 
 @dataclass(frozen=True, eq=False)
-class PartialAggregate(LogicalPlan):
+class PartialAggregate(Unary):
     """The partial step of a split aggregate: per-partition groups with partial results (the
     physical search makes it when it splits a hash aggregate)."""
 
@@ -337,17 +341,8 @@ class PartialAggregate(LogicalPlan):
     keys: tuple[str, ...]
     calls: tuple[AggregateCall, ...]
 
-    @property
-    def inputs(self) -> tuple[LogicalPlan, ...]:
-        return (self.input,)
-
-    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
-        (new_input,) = inputs
-        return PartialAggregate(new_input, self.keys, self.calls)
-
     def _derive_schema(self) -> Schema:
-        key_fields = tuple(self.input.schema.field(k) for k in self.keys)
-        return Schema(key_fields + tuple(c.field for c in self.calls))
+        return grouped_schema(self.input.schema, self.keys, self.calls)
 
     def details(self) -> str:
         return f"keys=[{', '.join(self.keys)}]"
