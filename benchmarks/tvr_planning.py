@@ -78,7 +78,8 @@ def run(out: Path, repeat: int = 3, stats_file: Path = STATS, names: list[str] |
             "groups_4": plan4.search["groups"],
             "expressions_4": plan4.search["expressions"],
             "methods_4": plan4.methods,
-            "phases_4": {phase: statistics.median(p.search["phases"][phase] for _, p in four) for phase in plan4.search["phases"]},
+            "phases_4": {phase: statistics.median(p.search["phase_seconds"][phase] for _, p in four)
+                         for phase in plan4.search["phase_seconds"]},
             "groups_8": plan8.search["groups"],
             "expressions_8": plan8.search["expressions"],
             "plan_seconds_8_copy": statistics.median(t for t, _ in copy_runs),

@@ -76,8 +76,8 @@ def test_a_one_off_plan_records_each_phase_in_order() -> None:
 
 def test_a_standing_plan_times_every_phase_and_disabling_one_changes_what_it_does() -> None:
     plan = standing("q03")
-    assert list(plan.search["phases"]) == STANDING.names
-    assert plan.search["seconds"] == pytest.approx(sum(plan.search["phases"].values()), abs=1e-3)
+    assert list(plan.search["phase_seconds"]) == STANDING.names
+    assert plan.search["seconds"] == pytest.approx(sum(plan.search["phase_seconds"].values()), abs=1e-3)
     assert plan.search["copied"] > 0
     full = standing("q03", ("copy",))
     assert full.search["copied"] == 0 and full.search["phase_notes"]["copy"].startswith("the expand phase")

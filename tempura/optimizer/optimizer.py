@@ -173,7 +173,7 @@ def phase_seconds(phases: list[PhaseRecord]) -> dict[str, object]:
         return sum(seconds.get(n, 0.0) for n in names)
 
     return {
-        "phases": {p.name: round(p.seconds, 6) for p in phases},
+        "phase_seconds": {p.name: round(p.seconds, 6) for p in phases},
         "phase_notes": {p.name: p.note for p in phases},
         "template_seconds": total("normalize", "explore", "implement"),
         "expand_seconds": total("expand", "copy", "rewrite-expanded"),
