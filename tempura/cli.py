@@ -287,6 +287,18 @@ def tpch_gen(scale: float, out: str) -> None:
     click.echo(f"wrote TPC-H scale {scale:g} to {out}; catalog: {catalog}")
 
 
+@main.command("tpcds-gen")
+@click.option("--scale", default=0.01, show_default=True, type=float, help="TPC-DS scale factor.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@user_errors
+def tpcds_gen(scale: float, out: str) -> None:
+    """Write TPC-DS parquet data and a catalog.yaml for it."""
+    from tempura import tpcds
+
+    catalog = tpcds.generate(scale, out)
+    click.echo(f"wrote TPC-DS scale {scale:g} to {out}; catalog: {catalog}")
+
+
 SELECTOR_CHOICES = ["auto", "greedy", "ilp", "off"]  # tempura.mqo.SELECTORS, without importing the planner
 
 
