@@ -44,7 +44,7 @@ def _planner(stats: dict[str, TableStats], k: int) -> Optimizer:
     return Optimizer(Estimator(lookup), Arrival.uniform(k))
 
 
-def _plan(stats: dict[str, TableStats], name: str, k: int, copy: bool = False) -> tuple[float, MultiTimePlan]:
+def _plan(stats: dict[str, TableStats], name: str, k: int, copy: bool = True) -> tuple[float, MultiTimePlan]:
     sql = (QUERIES / f"{name}.sql").read_text(encoding="utf-8")
     query = parse_query(sql, tpch.SCHEMA)
     started = time.perf_counter()
