@@ -240,9 +240,9 @@ class FilterEstimator:
         if left_name is not None:
             try:
                 value, _ = constant(right)
-            except NotConstant:
+                return self._compare_literal(op, left_name, value)
+            except NotConstant:  # not a constant, or not one of the column's domain (Spark: NULL or an error)
                 return self._default(op, node)
-            return self._compare_literal(op, left_name, value)
         return self._default(op, node)
 
     def _default(self, op: type[exp.Expr], node: exp.Expr) -> FilterResult:

@@ -9,6 +9,7 @@ dates as days since 1970-01-01, timestamps as seconds since the epoch.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal, InvalidOperation
 from typing import Union
 
@@ -63,9 +64,20 @@ def encode(value: object, kind: Kind) -> Value:
     return text
 
 
+# What Spark's cast of a string to a DATE accepts: a year of at least four digits, then an
+# optional one- or two-digit month and day, then anything after a space or a 'T' (a time).
+_SPARK_DATE = re.compile(r"^([+-]?\d{4,})(?:-(\d{1,2})(?:-(\d{1,2})(?:[ T].*)?)?)?$", re.DOTALL)
+
+
 def parse_date(text: str) -> float:
+    """A date string as Spark casts it to a DATE (``'2002-3-01'`` and ``'2002-03'`` included);
+    :class:`NotConstant` for what Spark would not read as a date."""
+    match = _SPARK_DATE.match(text.strip())
+    if match is None:
+        raise NotConstant(text)
+    year, month, day = (int(part) if part else 1 for part in match.groups())
     try:
-        return encode_date(dt.date.fromisoformat(text.strip()[:10]))
+        return encode_date(dt.date(year, month, day))
     except ValueError:
         raise NotConstant(text) from None
 

@@ -378,9 +378,9 @@ def predicate_facts(condition: exp.Expr, kinds: Mapping[str, Kind]) -> Facts:
 def _value(node: exp.Expr, kind: Kind) -> float | None:
     try:
         raw, _ = constant(node)
+        value = coerce(raw, kind)
     except NotConstant:
         return None
-    value = coerce(raw, kind)
     return value if isinstance(value, float) and not isinstance(value, bool) else None
 
 
