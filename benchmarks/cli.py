@@ -90,6 +90,20 @@ def tpch_check(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
     sys.exit(1 if failures else 0)
 
 
+@click.command("tpcds-check")
+@click.option("--scale", default=0.01, show_default=True, type=float, help="TPC-DS scale factor.")
+@click.option("--workdir", default=".tempura", show_default=True, type=click.Path(file_okay=False))
+@click.option("--query", "queries", multiple=True, help="Run only these queries (q01 … q99).")
+@user_errors
+def tpcds_check(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
+    """Generate TPC-DS data, run the 99 queries through tempura's plans and compare with Spark:
+    each is equal, refused, wrong or an error; writes a JSON report."""
+    from benchmarks import tpcds_check as job
+
+    failures = job.main(scale, workdir, job.query_names(queries))
+    sys.exit(1 if failures else 0)
+
+
 @click.command()
 @click.option("--scale", default=0.01, show_default=True, type=float,
               help="Data scale of every scenario (TPC-H's scale factor; sales_returns: millions of sales).")
