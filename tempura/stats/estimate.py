@@ -273,7 +273,6 @@ class Estimator:
         right_names = set(plan.right.schema.names)
         pairs, residual, null_safe = split_join_condition(plan.condition, left_names, right_names)
         notes = merge_notes(left.notes, right.notes)
-        kind = plan.kind
         cross = left.rows * right.rows
         if not pairs:
             combined = self._combine(plan, left, right, {}, cross, notes)
