@@ -20,6 +20,7 @@ kill points after it.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,6 +46,24 @@ def matrix() -> list[tuple[str, str, str, int]]:
 KILLS = matrix()
 KILLED_TEST = "test_a_run_killed_at_a_phase_is_finished_by_the_next_and_delivers_the_reference"
 Expected = dict[tuple[str, int], list[tuple[Any, ...]]]
+
+
+# A killed run's JVM lives for a few time points of tiny data: compiling its hot code with the
+# client compiler only, and collecting garbage on one thread, spares the cores the test shares.
+SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def new_trial(scenario: faults.Scenario, tag: str) -> faults.Trial:
+    """:func:`benchmarks.faults.new_trial`, its subprocesses' JVM started with
+    :data:`SHORT_LIVED_JVM` (a run in this process keeps this process's session)."""
+    trial = faults.new_trial(scenario, tag)
+    spark = dict(faults.SUBPROCESS_SPARK, conf={**faults.SUBPROCESS_SPARK["conf"],  # type: ignore[dict-item]
+                                               "spark.driver.defaultJavaOptions": SHORT_LIVED_JVM})
+    text = trial.spec_path.read_text(encoding="utf-8")
+    line = f"spark: {json.dumps(faults.SUBPROCESS_SPARK)}\n"
+    assert line in text, text
+    trial.spec_path.write_text(text.replace(line, f"spark: {json.dumps(spark)}\n"), encoding="utf-8")
+    return trial
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +104,7 @@ def killed(request: pytest.FixtureRequest, scenarios: Scenarios
     out = {}
     with ThreadPoolExecutor(max_workers=2) as pool:
         for n, (name, method, phase, index) in enumerate(wanted):
-            trial = faults.new_trial(scenarios[name], f"kill-{n:02d}")
+            trial = new_trial(scenarios[name], f"kill-{n:02d}")
             fault = f"{phase}@t{index}"
             # due through the killed time point: the rerun finishes it, and checks each point up to it
             out[(name, method, phase, index)] = (trial, pool.submit(faults.run_subprocess, trial.run_args(method, index),
@@ -122,7 +141,7 @@ def test_a_second_run_stops_naming_the_holder_and_one_with_wait_waits_and_finds_
         spark: Any, scenarios: Scenarios, expected: Expected) -> None:
     """While a run holds the job, a second stops at once with one line naming it; a third, with
     --wait, waits for it to finish and then finds every time point committed."""
-    trial = faults.new_trial(scenarios["sales_returns"], "pair")
+    trial = new_trial(scenarios["sales_returns"], "pair")
     first = faults.start(trial.run_args("ivm"))
     began = time.monotonic()
     try:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Iterator, Sequence
@@ -401,6 +402,20 @@ def objective_of(case: Case) -> Objective:
 
 
 def plan_case(case: Case, objective: Objective | None = None) -> dict[str, MultiTimePlan]:
+    """Every method's plan of ``case`` (under its own objective unless ``objective`` is given).
+    Planning is deterministic, and a test often asks for a case's plans to inspect them before
+    :func:`check_case` asks again: the last few cases' plans are kept."""
+    if objective is not None:
+        return _plan_case(case, objective)
+    return dict(_planned(case))
+
+
+@functools.lru_cache(maxsize=4)
+def _planned(case: Case) -> dict[str, MultiTimePlan]:
+    return _plan_case(case)
+
+
+def _plan_case(case: Case, objective: Objective | None = None) -> dict[str, MultiTimePlan]:
     schemas = {t.name: t.schema() for t in case.tables}
     query = parse_query(case.sql, schemas)
     with_deletions = {t.name for t in case.tables if t.deletions}
