@@ -21,6 +21,7 @@ from tempura.rules.tvr import RULES as TVR_RULES
 from tempura.sql import parse_query
 from tempura.stats import Estimator, TableStats
 from tempura.tvr import TimePoints
+from tempura.tvr.plan import MultiTimePlan
 
 QUERIES = Path(tpch.__file__).parent / "data" / "tpch" / "queries"
 STATS = Path(__file__).parent / "testdata" / "stats" / "tpch-sf0.01.json"
@@ -32,7 +33,7 @@ def estimator() -> Estimator:
     return Estimator(stats.lookup)
 
 
-def standing(name: str, disabled: tuple[str, ...] = (), k: int = 4):  # type: ignore[no-untyped-def]
+def standing(name: str, disabled: tuple[str, ...] = (), k: int = 4) -> MultiTimePlan:
     sql = (QUERIES / f"{name}.sql").read_text()
     return Optimizer(estimator(), Arrival.uniform(k)).plan_standing(
         parse_query(sql, tpch.SCHEMA), sql, TimePoints(tuple(range(1, k + 1))), Objective.deadline(k), "auto", disabled)
