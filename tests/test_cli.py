@@ -62,7 +62,9 @@ def test_explain_json_with_sql(catalog: Path, tmp_path: Path) -> None:
         ("SELECT FROM WHERE", "error: syntax error"),
         ("SELECT x FROM nowhere", "error: unknown table 'nowhere'"),
         ("SELECT n_name,\n nope FROM nation", "error: column 'nope' could not be resolved (line 2"),
-        ("SELECT RANK() OVER (ORDER BY n_name) FROM nation", "error: unsupported: window function (line 1, column 8)"),
+        ("SELECT n_name FROM nation WHERE RANK() OVER (ORDER BY n_name) = 1",
+         "error: a window function is allowed only in SELECT and ORDER BY (line 1, column 33)"),
+        ("SELECT COUNT(DISTINCT n_name) OVER () FROM nation", "error: unsupported: DISTINCT in a window function (line 1, column 8)"),
     ],
 )
 def test_user_errors_are_one_line_with_exit_2(catalog: Path, sql: str, message: str) -> None:

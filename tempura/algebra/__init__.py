@@ -29,6 +29,8 @@ from tempura.algebra.operators import (
     SortKey,
     Union,
     Values,
+    Window,
+    WindowCall,
 )
 from tempura.algebra.schema import UNKNOWN_TYPE, Field, Schema
 from tempura.algebra.validate import InvalidPlan, validate_plan
@@ -60,6 +62,8 @@ __all__ = [
     "UNKNOWN_TYPE",
     "Union",
     "Values",
+    "Window",
+    "WindowCall",
     "col",
     "column_name",
     "columns_in",

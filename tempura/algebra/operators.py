@@ -389,6 +389,55 @@ class Distinct(Unary):
 
 @hash_once
 @dataclass(frozen=True)
+class WindowCall:
+    """One window function: ``field.name := call``, where ``call`` is a sqlglot ``exp.Window``
+    (the function, ``PARTITION BY``, ``ORDER BY`` and frame) over input columns."""
+
+    field: Field
+    call: exp.Window
+
+    @property
+    def function(self) -> str:
+        """Lower-case function name: ``rank``, ``row_number``, ``sum``, ``lag``, ..."""
+        return self.call.this.key
+
+    @property
+    def partition(self) -> tuple[str, ...]:
+        """The input columns of ``PARTITION BY`` (a computed partition expression has none)."""
+        names = (column_name(e) for e in self.call.args.get("partition_by") or [])
+        return tuple(n for n in names if n is not None)
+
+    @property
+    def ordered(self) -> bool:
+        order = self.call.args.get("order")
+        return order is not None and bool(order.expressions)
+
+
+@dataclass(frozen=True, eq=False)
+class Window(Unary):
+    """Every input row with the values of window functions ``calls`` appended: each call sees
+    the rows of the row's partition (the rows equal on its ``PARTITION BY`` columns, NULL equal
+    to NULL), in its ``ORDER BY`` order, within its frame."""
+
+    input: LogicalPlan
+    calls: tuple[WindowCall, ...]
+
+    def _derive_schema(self) -> Schema:
+        return Schema(tuple(self.input.schema.fields) + tuple(c.field for c in self.calls))
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        """The columns every call partitions by: rows that differ in one of them never meet in
+        any call's window (empty when some call has no such column)."""
+        common = [k for k in self.calls[0].partition if all(k in c.partition for c in self.calls[1:])]
+        return tuple(common)
+
+    def details(self) -> str:
+        return "[" + ", ".join(f"{c.field.name} := {c.call.sql(dialect='spark')}" for c in self.calls) + "]"
+
+
+@hash_once
+@dataclass(frozen=True)
 class SortKey:
     expression: exp.Expr
     descending: bool = False

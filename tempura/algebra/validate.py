@@ -18,6 +18,7 @@ from tempura.algebra.operators import (
     SetOperation,
     Sort,
     Values,
+    Window,
 )
 
 
@@ -80,6 +81,10 @@ def _validate_node(node: LogicalPlan) -> None:
         missing = set(node.keys) - available
         if missing:
             raise InvalidPlan(f"Aggregate groups by unknown column(s) {sorted(missing)}")
+        for call in node.calls:
+            _check_refs(node, call.call, available)
+    elif isinstance(node, Window):
+        available = frozenset(node.input.schema.names)
         for call in node.calls:
             _check_refs(node, call.call, available)
     elif isinstance(node, Sort):

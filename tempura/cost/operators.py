@@ -17,6 +17,8 @@ In the Hive seed's spirit, adapted to Spark:
 - **Hash aggregate**, split into a partial aggregate before the shuffle and a final one after:
   each hashes its input rows; the shuffle carries at most ``groups × partitions`` rows.
 - **Filter**: ``T(R) · CPUc`` (Hive); **Project**: one CPUc per computed value.
+- **Window**: rows clustered by the partition columns (an exchange), each partition sorted,
+  then one CPUc per call and row.
 - **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary.
 - **State write / read** (kept intermediate results): ``Hw · bytes`` and ``Hr · bytes``.
 - **Stages**: a scan or state read (its stage, or its own tasks in a stage it shares with other
@@ -71,6 +73,11 @@ class SparkCosts:
 
     def sort(self, source: RelStats) -> Cost:
         return Cost(cpu=self.k.cpu * source.rows * log2(source.rows), rows=source.rows)
+
+    def window(self, source: RelStats, calls: int) -> Cost:
+        """Window functions over rows already clustered by partition: each partition sorted,
+        then every call evaluated once per row (the exchange that clusters is the enforcer's)."""
+        return Cost(cpu=self.k.cpu * source.rows * (log2(source.rows) + calls), rows=source.rows)
 
     def top_k(self, source: RelStats, k_rows: float) -> Cost:
         return Cost(cpu=self.k.cpu * source.rows * log2(max(k_rows, 2.0)), rows=min(source.rows, k_rows))

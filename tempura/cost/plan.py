@@ -28,6 +28,7 @@ from tempura.algebra import (
     Sort,
     Union,
     Values,
+    Window,
 )
 from tempura.cost.model import ZERO, Cost, CostConstants
 from tempura.cost.operators import SparkCosts
@@ -93,6 +94,10 @@ class PlanCost:
         if isinstance(plan, Sort):
             source = stats(plan.input)
             return "Sort", (c.shuffle(source) + c.sort(source)).with_rows(out.rows)
+        if isinstance(plan, Window):
+            source = stats(plan.input)
+            move = c.shuffle(source) if plan.partition_keys else c.gather(source)
+            return "Window", (move + c.window(source, len(plan.calls))).with_rows(out.rows)
         if isinstance(plan, Limit):
             source = stats(plan.input)
             if isinstance(plan.input, Sort):

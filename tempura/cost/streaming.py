@@ -37,6 +37,7 @@ from tempura.algebra import (
     SetOperation,
     Sort,
     Values,
+    Window,
 )
 from tempura.stats.estimate import Estimator
 from tempura.stats.relation import log2
@@ -161,6 +162,10 @@ class StreamingEstimator:
             rows = (min(groups, source.rows) if keyed else 1.0) if source.rows > 0 else 0.0
             rate = source.rate * _ratio(window, source.window)
             return NodeStats(rows, rate, window), self._cost(source.rows, source.rate)
+        if isinstance(plan, Window):
+            (source,) = inputs
+            cpu = source.rows * (log2(source.rows) + len(plan.calls))
+            return source, self._cost(cpu, source.rate * (log2(source.window) + len(plan.calls)))
         if isinstance(plan, Sort):
             (source,) = inputs
             cpu = source.rows * log2(source.rows)

@@ -30,6 +30,7 @@ from tempura.algebra import (
     Sort,
     Union,
     Values,
+    Window,
     column_name,
 )
 from tempura.memo import GroupRef, Memo
@@ -111,7 +112,7 @@ class Prover:
         if isinstance(expr, Filter):
             kinds = {f.name: kind_of(f.type) for f in expr.input.schema.fields}
             return meet(self._input(expr.input), predicate_facts(expr.condition, kinds))
-        if isinstance(expr, (Sort, Limit, Distinct)):
+        if isinstance(expr, (Sort, Limit, Distinct, Window)):
             return self._input(expr.input)
         if isinstance(expr, Repeat):
             return {n: i for n, i in self._input(expr.input).items() if n != expr.count}
@@ -176,7 +177,7 @@ class Prover:
             return self.bounds.read_keys(expr)
         if isinstance(expr, Filter):
             return equate_keys(self._input_keys(expr.input), equated(expr.condition))
-        if isinstance(expr, (Sort, Limit, Distinct)):
+        if isinstance(expr, (Sort, Limit, Distinct, Window)):
             return self._input_keys(expr.input)
         if isinstance(expr, Repeat):
             return {k: s for k, s in self._input_keys(expr.input).items() if k[0] != expr.count}
@@ -249,7 +250,7 @@ class Prover:
             if self._input_empty(expr.input):
                 return True
             return any(i.empty for i in self.expr_facts(expr).values()) or any(s.empty for s in self.expr_keys(expr).values())
-        if isinstance(expr, (Project, Sort, Limit, Distinct, Repeat)):
+        if isinstance(expr, (Project, Sort, Limit, Distinct, Repeat, Window)):
             return self._input_empty(expr.input)
         if isinstance(expr, Aggregate):
             return bool(expr.keys) and self._input_empty(expr.input)
@@ -336,6 +337,8 @@ class Prover:
             return set(self._input_non_null(expr.input)) | rejects_null(expr.condition)
         if isinstance(expr, (Sort, Limit, Distinct, ToDelta, Consolidate)):
             return set(self._input_non_null(expr.input))
+        if isinstance(expr, Window):
+            return set(self._input_non_null(expr.input)) | {c.field.name for c in expr.calls if not c.field.nullable}
         if isinstance(expr, Repeat):
             return set(self._input_non_null(expr.input)) - {expr.count}
         if isinstance(expr, Project):

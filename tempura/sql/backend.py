@@ -30,6 +30,7 @@ from tempura.algebra import (
     SetOperation,
     Sort,
     Values,
+    Window,
     substitute,
 )
 from tempura.algebra.operators import Except, Intersect, Union
@@ -235,6 +236,15 @@ class SparkSqlGenerator:
             block = self._wrap(block)
         block.group = [block.columns[k].copy() for k in plan.keys]
         items = [(k, block.columns[k].copy()) for k in plan.keys]
+        items += [(c.field.name, substitute(c.call, block.columns)) for c in plan.calls]
+        block.set_select(items)
+        return block
+
+    def _compile_window(self, plan: Window) -> Block:
+        block = self.compile(plan.input)
+        if not block.is_open:
+            block = self._wrap(block)
+        items = [(name, e.copy()) for name, e in block.columns.items()]
         items += [(c.field.name, substitute(c.call, block.columns)) for c in plan.calls]
         block.set_select(items)
         return block

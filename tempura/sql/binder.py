@@ -54,7 +54,9 @@ from tempura.sql.names import NameAllocator
 from tempura.sql.parse import TableSchemas, position_of, unsupported
 
 from tempura.sql.scope import (Bound, Rewrite, Scope, aggregate_type, aggregates_in, contains_subquery,
-                                is_subquery_node, select_has_aggregation, spark_type, unwrap_query)
+                                is_subquery_node, select_has_aggregation, spark_type, unwrap_query, window_sources,
+                                windows_in)
+from tempura.sql.windows import WindowBinder
 
 
 class Binder:
@@ -174,6 +176,14 @@ class Binder:
             having = select.args.get("having")
             if having is not None:
                 plan = self.apply_predicates(plan, conjuncts(having.this), scope, rewrite)
+
+        windows = [w for e in select.expressions for w in windows_in(e)]
+        for key in window_sources(select)[len(select.expressions):]:
+            for window in windows_in(key):  # Spark refuses them there too
+                raise self.bind_error("a window function in ORDER BY: sort by its alias in the select list", window)
+        if windows:
+            aliases = {item.unalias(): item.alias_or_name for item in select.expressions if isinstance(item, exp.Alias)}
+            plan, rewrite = WindowBinder(self).bind(plan, windows, rewrite, aliases)
 
         names: list[str] = []
         outputs: list[Projection] = []
@@ -389,6 +399,8 @@ class Binder:
                 return new
             if is_subquery_node(n):
                 raise unsupported("subquery in this position", n, self.sql)
+            if isinstance(n, exp.Window):
+                raise self.bind_error("a window function is allowed only in SELECT and ORDER BY", n)
             return n
 
         return node.transform(replace)

@@ -94,7 +94,6 @@ def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
 
 
 _UNSUPPORTED_NODES: tuple[tuple[type[exp.Expr], str], ...] = (
-    (exp.Window, "window function"),
     (exp.Lateral, "LATERAL / LATERAL VIEW"),
     (exp.Unnest, "UNNEST"),
     (exp.Explode, "EXPLODE (generator function)"),

@@ -189,11 +189,44 @@ def aggregates_in(node: exp.Expr) -> list[exp.Expr]:
     def is_call(n: exp.Expr) -> bool:
         return isinstance(n, exp.AggFunc) or (isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc))
 
-    found = []
-    for n in node.walk(prune=lambda n: is_call(n) or is_subquery_node(n)):
+    found: list[exp.Expr] = []
+
+    def visit(n: exp.Expr) -> None:
+        if is_subquery_node(n):
+            return
         if is_call(n):
             found.append(n)
+            return
+        if isinstance(n, exp.Window):
+            # the window's own function is not an aggregate of the block; its arguments, its
+            # PARTITION BY and its ORDER BY may hold some (``SUM(SUM(x)) OVER (...)``)
+            for child in n.this.iter_expressions():
+                visit(child)
+            for key, value in n.args.items():
+                if key != "this":
+                    for child in value if isinstance(value, list) else [value]:
+                        if isinstance(child, exp.Expr):
+                            visit(child)
+            return
+        for child in n.iter_expressions():
+            visit(child)
+
+    visit(node)
     return found
+
+
+def window_sources(select: exp.Select) -> list[exp.Expr]:
+    """The clauses of a block that may hold its window functions: the select list and ORDER BY."""
+    order = select.args.get("order")
+    return list(select.expressions) + ([o.this for o in order.expressions] if order is not None else [])
+
+
+def windows_in(node: exp.Expr) -> list[exp.Window]:
+    """Window function calls in ``node`` that belong to its own query block."""
+    return [
+        n for n in node.walk(prune=lambda n: isinstance(n, exp.Window) or is_subquery_node(n))
+        if isinstance(n, exp.Window)
+    ]
 
 
 def select_has_aggregation(select: exp.Select) -> bool:

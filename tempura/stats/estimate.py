@@ -27,7 +27,8 @@ The formulas, by operator (seeds: Spark ``002``, Hive ``001``, Beam ``000``):
   Poisson-like histograms, so that HAVING is estimated like any range.
 - **Union all**: rows add up, distinct counts are the larger of the two (Hive seed). Union
   (distinct), intersect and except follow Calcite's constants as the Beam seed gives them.
-- **Distinct** is an aggregate on every column; **Sort** keeps everything; **Limit** caps rows.
+- **Distinct** is an aggregate on every column; **Sort** keeps everything; **Limit** caps rows;
+  **Window** keeps every row and adds its calls' columns.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from tempura.algebra import (
     Sort,
     Union,
     Values,
+    Window,
     column_name,
     columns_in,
     conjoin,
@@ -130,6 +132,8 @@ class Estimator:
             return self._set_operation(plan, inputs[0], inputs[1])
         if isinstance(plan, Sort):
             return inputs[0]
+        if isinstance(plan, Window):
+            return self._window(plan, inputs[0])
         if isinstance(plan, Limit):
             return self._limit(plan, inputs[0])
         raise TypeError(f"no estimate for {plan.operator}")
@@ -463,6 +467,28 @@ class Estimator:
             columns[key] = columns[key].replace(unique=(columns[key].nulls or 0.0) <= 1.0)
             fds[key] = frozenset(plan.schema.names) - {key}
         return RelStats(rows, row_size(plan.schema, columns), columns, fds, source.notes)
+
+    def _window(self, plan: Window, source: RelStats) -> RelStats:
+        """Every input row, with one column per call: a ranking's values run from 1 to the
+        largest partition's size, an aggregate without ORDER BY has one value per partition,
+        and a LAG or LEAD takes its argument's values."""
+        partitions = self.group_count(source, list(plan.partition_keys)) if plan.partition_keys else 1.0
+        per_partition = max(source.rows / max(partitions, 1.0), 1.0)
+        columns = dict(source.columns)
+        for call in plan.calls:
+            base = blank_column(call.field)
+            function = call.call.this
+            if call.function in ("rank", "denserank", "rownumber", "ntile"):
+                columns[call.field.name] = base.replace(ndv=min(per_partition, source.rows), nulls=0.0, min=1.0,
+                                                        max=per_partition)
+                continue
+            argument = column_ref(function.this, source) if isinstance(function.this, exp.Expr) else None
+            if call.function in ("lag", "lead", "firstvalue", "lastvalue", "nthvalue") and argument in source.columns:
+                columns[call.field.name] = source.columns[argument].replace(unique=False, histogram=None)
+                continue
+            values = source.rows if call.ordered else partitions
+            columns[call.field.name] = base.replace(ndv=min(values, source.rows))
+        return RelStats(source.rows, row_size(plan.schema, columns), columns, source.fds, source.notes)
 
     def _aggregate_column(self, f: Field, call: exp.Expr, function: str, source: RelStats, groups: float) -> ColumnStats:
         base = blank_column(f)

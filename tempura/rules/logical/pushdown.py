@@ -18,7 +18,8 @@ Legality, operator by operator:
 - **Project**: a conjunct is rewritten over the projection's expressions.
 - **Aggregate**: conjuncts on group keys only (never below a scalar aggregate).
 - **Union**: into both sides, columns matched by position; **Intersect** both sides;
-  **Except** the left side. **Sort** and **Distinct**: below them. **Limit**: never.
+  **Except** the left side. **Sort** and **Distinct**: below them. **Window**: conjuncts on its partition columns
+  (they keep or drop whole partitions). **Limit**: never.
 
 Conjuncts that reference no column, or call a non-deterministic function, never move.
 """
@@ -40,6 +41,7 @@ from tempura.algebra import (
     SetOperation,
     Sort,
     Union,
+    Window,
     col,
     columns_in,
     conjoin,
@@ -197,6 +199,20 @@ def push_filter_through_sort_and_distinct(plan: LogicalPlan) -> LogicalPlan | No
     return filtered(inner.with_inputs(filtered(inner.input, below)), stay)
 
 
+def push_filter_through_window(plan: LogicalPlan) -> LogicalPlan | None:
+    """Filter(Window(x)) → Window(Filter(x)) for the conjuncts on the window's partition columns:
+    such a conjunct keeps or drops whole partitions, so no call's window changes."""
+    if not isinstance(plan, Filter) or not isinstance(plan.input, Window):
+        return None
+    keys = frozenset(plan.input.partition_keys)
+    below = [c for c in conjuncts(plan.condition) if movable(c) and columns_in(c) <= keys]
+    if not below:
+        return None
+    stay = [c for c in conjuncts(plan.condition) if not (movable(c) and columns_in(c) <= keys)]
+    window = plan.input
+    return filtered(window.with_inputs(filtered(window.input, below)), stay)
+
+
 RULES: tuple[Rewrite, ...] = (
     Rewrite("merge-filters", (Filter,), "Filter(Filter)", merge_filters),
     Rewrite("push-filter-into-join", (Filter,), "Filter(Join)", push_filter_into_join),
@@ -205,4 +221,5 @@ RULES: tuple[Rewrite, ...] = (
     Rewrite("push-filter-through-aggregate", (Filter,), "Filter(Aggregate)", push_filter_through_aggregate),
     Rewrite("push-filter-through-set-operation", (Filter,), "Filter(Union | Intersect | Except)", push_filter_through_set_operation),
     Rewrite("push-filter-through-sort-and-distinct", (Filter,), "Filter(Sort | Distinct)", push_filter_through_sort_and_distinct),
+    Rewrite("push-filter-through-window", (Filter,), "Filter(Window)", push_filter_through_window),
 )

@@ -11,6 +11,8 @@ aggregate rules of their own modules it implements:
   coalesced into one (``single-task-sort``, the ``COALESCE(1)`` hint), which a global sort needs
   no exchange over — no sampling job, no shuffle stage; ``ORDER BY … LIMIT`` as a top-k (``take-ordered``:
   Spark's ``TakeOrderedAndProject``);
+- ``Window`` over its input clustered on the partition columns (gathered into one partition
+  when it has none), each partition sorted by the window's order;
 - ``Limit`` with a final gather; ``UNION ALL`` as a free concatenation; the other set operations
   as hash aggregation over both inputs.
 
@@ -44,6 +46,7 @@ from tempura.algebra import (
     Sort,
     Union,
     Values,
+    Window,
     column_name,
 )
 from tempura.cost.model import Cost
@@ -78,6 +81,9 @@ SINGLE_TASK_SORT_RULE = Implementation(
 LIMIT = Implementation("limit-gather", "Limit", "λ_n(A) as a limit of each partition, gathered into one.")
 TAKE_ORDERED = Implementation("take-ordered", "Limit(Sort)",
                               "λ_n(τ(A)) as a top-k of each partition merged into one (TakeOrderedAndProject).")
+WINDOW = Implementation("window", "Window",
+                        "Window functions over A clustered on the partition columns (one partition without any), "
+                        "each partition sorted by the window's order.")
 UNION_ALL = Implementation("union-all", "Union", "A ∪all B as a concatenation of the inputs' partitions.")
 HASH_SET_OPERATION = Implementation("hash-set-operation", "Union | Intersect | Except",
                                     "A ∪ B, A ∩ B, A − B as a hash aggregate over both inputs.")
@@ -89,7 +95,7 @@ BROADCAST_EXCHANGE = Implementation("broadcast-exchange", "any group", "A copy o
 LOCAL_SORT = Implementation("local-sort", "any group", "Each partition sorted, when a consumer requires an order.", True)
 
 IMPLEMENTATIONS = (FILE_SCAN, LOCAL_TABLE_SCAN, FILTER, PROJECT, *joins.RULES, HASH_AGGREGATE, PARTIAL_AGGREGATE,
-                   GLOBAL_SORT, SINGLE_TASK_SORT_RULE, LIMIT, TAKE_ORDERED, UNION_ALL, HASH_SET_OPERATION)
+                   GLOBAL_SORT, SINGLE_TASK_SORT_RULE, LIMIT, TAKE_ORDERED, WINDOW, UNION_ALL, HASH_SET_OPERATION)
 ENFORCERS = (HASH_EXCHANGE, SINGLE_EXCHANGE, BROADCAST_EXCHANGE, LOCAL_SORT)
 RULES = (*IMPLEMENTATIONS, *ENFORCERS)
 
@@ -184,6 +190,15 @@ class SparkImplementer:
             sorts.append(Alternative("Sort", f"single {expr.details()}", child, c.sort(source).with_rows(out.rows),
                                      _const(NO_PROPS), expr, hint=SINGLE_TASK_SORT, rule=SINGLE_TASK_SORT_RULE.name))
         return sorts
+
+    def _window(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, Window)
+        if not self.enabled(WINDOW):
+            return []
+        keys = expr.partition_keys
+        need = Props(Distribution.clustered(*keys)) if keys else Props(SINGLE_PARTITION)
+        own = self.costs.window(self._stats(expr.input), len(expr.calls)).with_rows(group.stats.rows)
+        return [Alternative("Window", expr.details(), self._child(expr.input, need), own, _keep, expr, rule=WINDOW.name)]
 
     def _limit_rule(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
         assert isinstance(expr, Limit)
@@ -302,6 +317,7 @@ _BY_OPERATOR: dict[type, Implement] = {
     Filter: SparkImplementer._filter,
     Project: SparkImplementer._project_rule,
     Sort: SparkImplementer._sort,
+    Window: SparkImplementer._window,
     Limit: SparkImplementer._limit_rule,
     SetOperation: SparkImplementer._set_operation_rule,
     GroupRef: lambda _self, _group, _expr, _required: [],
