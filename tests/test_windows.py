@@ -67,6 +67,9 @@ QUERIES = [
     "SELECT k, o, SUM(v) OVER (PARTITION BY k % 2) AS parity_sum, RANK() OVER (PARTITION BY s ORDER BY o) AS r FROM w",
     "SELECT k, o, v - AVG(v) OVER (PARTITION BY k) AS off_mean FROM w ORDER BY k NULLS LAST, o",
     "SELECT k, o, RANK() OVER (PARTITION BY k ORDER BY o DESC) AS r FROM w ORDER BY r, k NULLS FIRST",
+    # ORDER BY an expression over select-list aliases (one of them a window's)
+    "SELECT k AS part, o, RANK() OVER (PARTITION BY k ORDER BY o) AS r FROM w "
+    "ORDER BY CASE WHEN r = 1 THEN part END NULLS LAST, part NULLS FIRST, o",
     # windows over an aggregate's output
     "SELECT s, SUM(v) AS total, RANK() OVER (ORDER BY SUM(v) DESC NULLS LAST) AS r FROM w GROUP BY s",
     "SELECT k, s, SUM(v) AS total, AVG(SUM(v)) OVER (PARTITION BY k) AS mean, "

@@ -85,8 +85,8 @@ def _validate_node(node: LogicalPlan) -> None:
             _check_refs(node, call.call, available)
     elif isinstance(node, Window):
         available = frozenset(node.input.schema.names)
-        for call in node.calls:
-            _check_refs(node, call.call, available)
+        for window_call in node.calls:
+            _check_refs(node, window_call.call, available)
     elif isinstance(node, Sort):
         for key in node.keys:
             _check_refs(node, key.expression, frozenset(node.input.schema.names))

@@ -46,6 +46,7 @@ from tempura.algebra import (
     column_name,
     conjoin,
     conjuncts,
+    substitute,
     validate_plan,
 )
 from tempura.algebra.schema import UNKNOWN_TYPE
@@ -233,7 +234,8 @@ class Binder:
                 if contains_subquery(ordered.this):
                     raise unsupported("subquery in ORDER BY", ordered, self.sql)
                 taken = {p.field.name for p in outputs + hidden}
-                projection = self.projection(rewrite(ordered.this), "sort_key", plan, ordered.this, taken)
+                key = self._over_outputs(ordered.this, names, outputs, rewrite)
+                projection = self.projection(key, "sort_key", plan, ordered.this, taken)
                 hidden.append(projection)
                 key_name = projection.field.name
                 key_positions = None
@@ -260,6 +262,21 @@ class Binder:
             plan = Project(plan, tuple(Projection(p.field, col(p.field.name)) for p in outputs))
         order_keys = tuple(key_positions) if keys and key_positions is not None else None
         return Bound(plan, names, bool(keys), order_keys)
+
+    @staticmethod
+    def _over_outputs(key: exp.Expr, names: list[str], outputs: list[Projection], rewrite: Rewrite) -> exp.Expr:
+        """A sort key expression over the block's columns. An unqualified name in it is a
+        select-list alias (``ORDER BY CASE WHEN total = 0 THEN name END``), as Spark resolves
+        ORDER BY: it stands for that output's expression."""
+        by_alias = {n.lower(): p for n, p in reversed(list(zip(names, outputs)))}
+        used = {c.name.lower() for c in key.find_all(exp.Column) if not c.table and c.name.lower() in by_alias}
+        if not used:
+            return rewrite(key)
+        marked = key.transform(
+            lambda n: col(by_alias[n.name.lower()].field.name)
+            if isinstance(n, exp.Column) and not n.table and n.name.lower() in used else n
+        )
+        return substitute(rewrite(marked), {by_alias[u].field.name: by_alias[u].expression for u in used})
 
     def _output_position(
         self, key: exp.Expr, names: list[str], outputs: list[Projection], rewrite: Rewrite | None

@@ -190,29 +190,27 @@ def aggregates_in(node: exp.Expr) -> list[exp.Expr]:
         return isinstance(n, exp.AggFunc) or (isinstance(n, exp.Filter) and isinstance(n.this, exp.AggFunc))
 
     found: list[exp.Expr] = []
-
-    def visit(n: exp.Expr) -> None:
+    queue = [node]  # breadth first, as sqlglot walks, so that calls keep their order
+    while queue:
+        n = queue.pop(0)
         if is_subquery_node(n):
-            return
+            continue
         if is_call(n):
             found.append(n)
-            return
+            continue
         if isinstance(n, exp.Window):
             # the window's own function is not an aggregate of the block; its arguments, its
             # PARTITION BY and its ORDER BY may hold some (``SUM(SUM(x)) OVER (...)``)
-            for child in n.this.iter_expressions():
-                visit(child)
-            for key, value in n.args.items():
-                if key != "this":
-                    for child in value if isinstance(value, list) else [value]:
-                        if isinstance(child, exp.Expr):
-                            visit(child)
-            return
-        for child in n.iter_expressions():
-            visit(child)
-
-    visit(node)
+            queue.extend(n.this.iter_expressions())
+            queue.extend(child for key, child in _children(n) if key != "this")
+            continue
+        queue.extend(n.iter_expressions())
     return found
+
+
+def _children(node: exp.Expr) -> list[tuple[str, exp.Expr]]:
+    return [(key, child) for key, value in node.args.items()
+            for child in (value if isinstance(value, list) else [value]) if isinstance(child, exp.Expr)]
 
 
 def window_sources(select: exp.Select) -> list[exp.Expr]:

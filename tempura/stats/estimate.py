@@ -483,7 +483,8 @@ class Estimator:
                                                         max=per_partition)
                 continue
             argument = column_ref(function.this, source) if isinstance(function.this, exp.Expr) else None
-            if call.function in ("lag", "lead", "firstvalue", "lastvalue", "nthvalue") and argument in source.columns:
+            if call.function in ("lag", "lead", "firstvalue", "lastvalue", "nthvalue") and argument is not None \
+                    and argument in source.columns:
                 columns[call.field.name] = source.columns[argument].replace(unique=False, histogram=None)
                 continue
             values = source.rows if call.ordered else partitions

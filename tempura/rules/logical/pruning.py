@@ -67,10 +67,10 @@ def _prune(plan: LogicalPlan, required: frozenset[str]) -> LogicalPlan:
     if isinstance(plan, Sort):
         return Sort(_prune(plan.input, required | _refs(*(k.expression for k in plan.keys))), plan.keys)
     if isinstance(plan, Window):
-        calls = tuple(c for c in plan.calls if c.field.name in required)
+        windows = tuple(c for c in plan.calls if c.field.name in required)
         inputs = frozenset(plan.input.schema.names)
-        child = _prune(plan.input, (required & inputs) | _refs(*(c.call for c in calls)))
-        return Window(child, calls) if calls else child
+        child = _prune(plan.input, (required & inputs) | _refs(*(c.call for c in windows)))
+        return Window(child, windows) if windows else child
     if isinstance(plan, Limit):
         return plan.with_inputs(_prune(plan.input, required))
     if isinstance(plan, (Distinct, SetOperation)):

@@ -10,6 +10,7 @@ lists them with the other rules. By family:
 | semi- and anti-joins | ``tvr-delta-semi-anti-join``, ``tvr-delta-semi-anti-join-keyed`` |
 | outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe``, ``tvr-aggregate-below-outer-join``, ``tvr-outer-join-count-update`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-aggregate-new-groups``, ``tvr-count-distinct-split`` |
+| windows | ``tvr-window-partitions`` |
 | intra-TVR | ``tvr-delta-merge``, ``tvr-snapshot-to-delta``, ``tvr-delivered-delta`` (every method) |
 | expanded groups | ``tvr-narrow-keyed-read`` |
 | higher-order deltas | ``tvr-delta-merge-inner`` |
@@ -50,6 +51,7 @@ from tempura.rules.tvr.narrowing import NarrowKeyedRead
 from tempura.rules.tvr.intra import DeliveredDelta, DeltaMerge, DeltaMergeInner, SnapshotToDelta, StreamingAccumulate
 from tempura.rules.tvr.semijoin import DeltaSemiAntiJoin, DeltaSemiAntiJoinKeyed
 from tempura.rules.tvr.streaming import StreamingAggregateSplit, StreamingOuterJoinSplit
+from tempura.rules.tvr.window import WindowPartitionsDelta
 
 RULES: tuple[TvrRule, ...] = (
     SnapshotScan(),
@@ -69,6 +71,7 @@ RULES: tuple[TvrRule, ...] = (
     AffectedGroupsDelta(),
     NewGroupsDelta(),
     CountDistinctSplit(),
+    WindowPartitionsDelta(),
     AggregateBelowOuterJoin(),
     StreamingOuterJoinSplit(),
     StreamingAggregateSplit(),
@@ -91,7 +94,8 @@ _DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta
 _SEMI = {"tvr-delta-semi-anti-join", "tvr-delta-semi-anti-join-keyed"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",
                "tvr-aggregate-new-groups", "tvr-count-distinct-split"}
-_IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | {"tvr-delta-merge", "tvr-snapshot-to-delta", "tvr-narrow-keyed-read"}
+_WINDOWS = {"tvr-window-partitions"}
+_IVM = _BATCH | _DELTAS | _SEMI | _AGGREGATES | _WINDOWS | {"tvr-delta-merge", "tvr-snapshot-to-delta", "tvr-narrow-keyed-read"}
 _OJV = _IVM | {"tvr-delta-outer-join", "tvr-delta-outer-join-probe", "tvr-aggregate-below-outer-join", "tvr-outer-join-count-update"}
 
 METHODS: dict[str, frozenset[str]] = {
