@@ -12,8 +12,11 @@ Project [a, s]
 
 from __future__ import annotations
 
+import dataclasses
+
 from tempura.algebra import Query
 from tempura.sql.backend import to_spark_sql
+from tempura.sql.output_names import output_names
 from tempura.sql.parse import TableSchemas, parse_sql, qualify_tree
 
 
@@ -25,8 +28,12 @@ def parse_query(sql: str, schemas: TableSchemas, dialect: str = "spark") -> Quer
     """
     from tempura.sql.binder import Binder
 
-    tree = qualify_tree(parse_sql(sql, dialect), schemas, sql, dialect)
-    return Binder(schemas, sql).bind(tree)
+    parsed = parse_sql(sql, dialect)
+    names = output_names(parsed, schemas)
+    query = Binder(schemas, sql).bind(qualify_tree(parsed.copy(), schemas, sql, dialect))
+    if names is not None and len(names) == len(query.names):
+        query = dataclasses.replace(query, names=tuple(names))
+    return query
 
 
 __all__ = ["TableSchemas", "parse_query", "to_spark_sql"]
