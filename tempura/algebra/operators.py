@@ -16,6 +16,8 @@ Semantics worth stating:
   fresh name.
 - ``Sort`` defines an order; ``Filter``, ``Project`` and ``Limit`` keep their input's order.
 - Semi and anti joins output the left input's columns only.
+- ``Window`` keeps every input row and column and appends one column per window call; it
+  keeps no order.
 """
 
 from __future__ import annotations
