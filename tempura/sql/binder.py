@@ -51,6 +51,7 @@ from tempura.algebra import (
 )
 from tempura.algebra.schema import UNKNOWN_TYPE
 from tempura.errors import BindError
+from tempura.sql.grouping import bind_grouping_sets, uses_grouping_sets
 from tempura.sql.names import NameAllocator
 from tempura.sql.parse import TableSchemas, position_of, unsupported
 
@@ -172,8 +173,11 @@ class Binder:
             for g in group_exprs:
                 if contains_subquery(g):
                     raise unsupported("subquery in GROUP BY", g, self.sql)
-            keys = [self.resolve(g, scope) for g in group_exprs]
-            plan, rewrite = self.bind_aggregate(plan, scope, keys, calls, select.expressions, group_exprs)
+            if uses_grouping_sets(group, calls, self.sql):
+                plan, rewrite = bind_grouping_sets(self, plan, scope, select, calls)
+            else:
+                keys = [self.resolve(g, scope) for g in group_exprs]
+                plan, rewrite = self.bind_aggregate(plan, scope, keys, calls, select.expressions, group_exprs)
             having = select.args.get("having")
             if having is not None:
                 plan = self.apply_predicates(plan, conjuncts(having.this), scope, rewrite)

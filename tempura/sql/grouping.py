@@ -1,0 +1,355 @@
+"""Grouping sets: ``GROUP BY ROLLUP / CUBE / GROUPING SETS`` (also Hive's ``WITH ROLLUP``,
+``WITH CUBE`` and ``GROUP BY a, b GROUPING SETS (...)``) and the functions ``GROUPING()`` and
+``GROUPING_ID()``, bound as operators the rest of tempura already knows.
+
+A grouping-set query is a ``UNION ALL`` of one ``Aggregate`` per grouping set, all over one
+shared input (the FROM and WHERE bound once, with computed keys projected once), so that the
+memo and the state selection see one input group and can share its work. Each branch outputs,
+in the same order, every grouping column (``NULL`` of the column's type when the set does not
+group by it), every aggregate call, and one constant column per ``GROUPING``/``GROUPING_ID``
+the block uses. HAVING, the select list, ORDER BY and LIMIT then apply to the union, through
+the :data:`~tempura.sql.scope.Rewrite` returned here, as they apply to an ``Aggregate``.
+
+Spark's semantics, which this reproduces exactly:
+
+- The elements of a GROUP BY multiply: a plain expression is in every set; ``ROLLUP(e1, …, en)``
+  gives the n + 1 prefixes, ``CUBE`` the 2^n subsets, ``GROUPING SETS`` its listed sets (whose
+  elements may be ROLLUP, CUBE or GROUPING SETS again); a parenthesised tuple is one unit.
+  Duplicate sets are kept: each gives its groups again.
+- The grouping columns, which ``GROUPING_ID`` counts, are the distinct grouping expressions in
+  the order they are written (Hive's form names them in its plain list). ``GROUPING(x)`` is 1
+  where the row's set leaves ``x`` out; ``GROUPING_ID()`` is the bit vector with the first
+  grouping column as its most significant bit, and its arguments, if any, must be exactly the
+  grouping columns.
+- A set that groups by nothing, ``()``, gives its one row only when the input has rows — except
+  when it is the only set (``GROUPING SETS (())``), which Spark plans as a global aggregate:
+  one row even over no input.
+- Aggregate calls see the input's values, never the NULLs a set puts in place of a key.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from tempura.algebra import (
+    Aggregate,
+    AggregateCall,
+    Field,
+    Filter,
+    LogicalPlan,
+    Project,
+    Projection,
+    Union,
+    col,
+    column_name,
+)
+from tempura.algebra.schema import UNKNOWN_TYPE
+from tempura.errors import BindError
+from tempura.sql.parse import position_of, unsupported
+from tempura.sql.scope import BlockBinder, Rewrite, Scope, aggregate_type, aggregates_in, spark_type
+
+MAX_GROUPING_SETS = 64
+"""More grouping sets than this (CUBE over more than six columns) is refused: each set is one
+aggregation of the input."""
+
+GROUPING_FUNCTIONS = (exp.Grouping, exp.GroupingId)
+_SET_NODES = (exp.Rollup, exp.Cube, exp.GroupingSets)
+
+GroupingSet = list[exp.Expr]
+"""The grouping expressions (as written) of one grouping set."""
+
+
+def uses_grouping_sets(group: exp.Group | None, calls: list[exp.Expr], sql: str) -> bool:
+    """Whether the block's GROUP BY has grouping sets; ``GROUPING()`` without them is an error,
+    as in Spark."""
+    if group is not None and (
+        any(isinstance(e, _SET_NODES) for e in group.expressions)
+        or any(group.args.get(arg) for arg in ("rollup", "cube", "grouping_sets"))
+    ):
+        return True
+    for call in calls:
+        if isinstance(call, GROUPING_FUNCTIONS):
+            line, column = position_of(call, sql)
+            raise BindError(
+                f"{call.sql(dialect='spark')} needs GROUP BY ROLLUP, CUBE or GROUPING SETS", line, column
+            )
+    return False
+
+
+def _units(elements: list[exp.Expr]) -> list[GroupingSet]:
+    """The units of a ROLLUP or CUBE: a parenthesised tuple is one unit."""
+    out = []
+    for e in elements:
+        if isinstance(e, exp.Tuple):
+            out.append(list(e.expressions))
+        elif isinstance(e, exp.Paren):
+            out.append([e.this])
+        else:
+            out.append([e])
+    return out
+
+
+def _sets_of(element: exp.Expr, sql: str) -> list[GroupingSet]:
+    """The grouping sets one element of a GROUP BY (or of GROUPING SETS) stands for."""
+    if isinstance(element, exp.Rollup):
+        units = _units(list(element.expressions))
+        return [[e for unit in units[:n] for e in unit] for n in range(len(units), -1, -1)]
+    if isinstance(element, exp.Cube):
+        units = _units(list(element.expressions))
+        return [
+            [e for unit, kept in zip(units, mask) if kept for e in unit]
+            for mask in itertools.product((True, False), repeat=len(units))
+        ]
+    if isinstance(element, exp.GroupingSets):
+        return [s for e in element.expressions for s in _listed_set(e, sql)]
+    if isinstance(element, exp.Tuple):
+        if element.expressions:
+            raise unsupported("a tuple as a GROUP BY key", element, sql)
+        return [[]]
+    return [[element]]
+
+
+def _listed_set(element: exp.Expr, sql: str) -> list[GroupingSet]:
+    """One entry of ``GROUPING SETS (…)``: a tuple is one set, a nested ROLLUP / CUBE /
+    GROUPING SETS its sets, anything else a set of one expression."""
+    if isinstance(element, exp.Tuple):
+        return [list(element.expressions)]
+    if isinstance(element, exp.Paren):
+        return [[element.this]]
+    if isinstance(element, _SET_NODES):
+        return _sets_of(element, sql)
+    return [[element]]
+
+
+def _flatten(element: exp.Expr) -> list[exp.Expr]:
+    """The grouping expressions inside one GROUP BY element, in the order written."""
+    if isinstance(element, (exp.Tuple, *_SET_NODES)):
+        return [e for inner in element.expressions for e in _flatten(inner)]
+    if isinstance(element, exp.Paren):
+        return _flatten(element.this)
+    return [element]
+
+
+def expand_grouping_sets(group: exp.Group, sql: str) -> tuple[list[GroupingSet], list[exp.Expr]]:
+    """The grouping sets of ``group`` (duplicates kept) and its grouping expressions in order
+    (duplicates kept; the caller makes them distinct once they are resolved)."""
+    plain = list(group.expressions)
+    if group.args.get("grouping_sets"):
+        sets = [s for node in group.args["grouping_sets"] for s in _sets_of(node, sql)]
+        return sets, plain
+    if group.args.get("rollup"):
+        return _sets_of(exp.Rollup(expressions=plain), sql), plain
+    if group.args.get("cube"):
+        return _sets_of(exp.Cube(expressions=plain), sql), plain
+    sets: list[GroupingSet] = [[]]
+    for element in plain:
+        sets = [left + right for left in sets for right in _sets_of(element, sql)]
+        if len(sets) > MAX_GROUPING_SETS:
+            break
+    return sets, [e for element in plain for e in _flatten(element)]
+
+
+@dataclass
+class _Function:
+    """One distinct ``GROUPING(…)`` / ``GROUPING_ID(…)`` of the block: its value per set."""
+
+    type: str
+    values: list[int]
+    column: str = ""
+
+
+def bind_grouping_sets(
+    binder: BlockBinder, plan: LogicalPlan, scope: Scope, select: exp.Select, calls: list[exp.Expr]
+) -> tuple[LogicalPlan, Rewrite]:
+    """The union of one aggregate of ``plan`` per grouping set of ``select``'s GROUP BY, and
+    the rewrite that expresses the block's expressions over the union's columns."""
+    sql = binder.sql
+    group = select.args["group"]
+    sets, written = expand_grouping_sets(group, sql)
+    if len(sets) > MAX_GROUPING_SETS:
+        raise unsupported(f"GROUP BY with more than {MAX_GROUPING_SETS} grouping sets", group, sql)
+
+    aliases = {(item.unalias() if isinstance(item, exp.Alias) else item): item.alias_or_name for item in select.expressions}
+
+    def resolved(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+            position = int(node.this)
+            if not 1 <= position <= len(select.expressions):
+                raise binder.bind_error(f"GROUP BY position {position} is not in the select list", node)
+            item = select.expressions[position - 1]
+            node = item.unalias() if isinstance(item, exp.Alias) else item
+            if aggregates_in(node):
+                raise binder.bind_error(f"GROUP BY position {position} refers to an aggregate", node)
+        return binder.resolve(node, scope)
+
+    # The grouping columns: computed ones are projected once, under the shared input.
+    key_columns: dict[exp.Expr, str] = {}
+    computed: list[Projection] = []
+    for node in written:
+        key = resolved(node)
+        if key in key_columns:
+            continue
+        name = column_name(key)
+        if name is not None and name in plan.schema:
+            key_columns[key] = name
+            continue
+        original = node if not (isinstance(node, exp.Literal) and not node.is_string) else key
+        field_ = Field(binder.names.fresh(aliases.get(node, "group_key")), spark_type(original), True)
+        computed.append(Projection(field_, key))
+        key_columns[key] = field_.name
+    if computed:
+        plan = Project(plan, tuple(Projection(f, col(f.name)) for f in plan.schema) + tuple(computed))
+    grouping_columns = list(key_columns)
+    set_columns = []
+    for s in sets:
+        columns = []
+        for node in s:
+            key = resolved(node)
+            if key not in key_columns:
+                raise binder.bind_error(f"{node.sql(dialect='spark')} of GROUPING SETS is not in the GROUP BY list", node)
+            columns.append(key_columns[key])
+        set_columns.append(columns)
+
+    aggregates: dict[exp.Expr, tuple[str, str, bool]] = {}
+    functions: dict[exp.Expr, _Function] = {}
+    for call in calls:
+        resolved_call = binder.resolve(call, scope)
+        if isinstance(call, GROUPING_FUNCTIONS):
+            if resolved_call not in functions:
+                values = _function_values(binder, call, resolved_call, grouping_columns, key_columns, set_columns)
+                functions[resolved_call] = _Function("tinyint" if isinstance(call, exp.Grouping) else "bigint", values)
+            continue
+        if resolved_call in aggregates:
+            continue
+        inner = call.this if isinstance(call, exp.Filter) else call
+        aggregates[resolved_call] = (aliases.get(call, inner.key), aggregate_type(call), not isinstance(inner, exp.Count))
+
+    key_names = list(key_columns.values())
+    branches = [
+        _branch(binder, plan, key_names, columns, aggregates, [(f.type, f.values[i]) for f in functions.values()], len(sets) == 1)
+        for i, columns in enumerate(set_columns)
+    ]
+    displays = key_names + [display for display, _, _ in aggregates.values()]
+    displays += ["grouping" if f.type == "tinyint" else "grouping_id" for f in functions.values()]
+    output = _union_all(binder, branches, displays)
+    names = iter(output.schema.names)
+    union_keys = {key: next(names) for key in key_columns}
+    union_calls = {call: next(names) for call in aggregates}
+    for function in functions.values():
+        function.column = next(names)
+    input_columns = frozenset(plan.schema.names)
+    outputs = frozenset(output.schema.names)
+
+    def rewrite(node: exp.Expr) -> exp.Expr:
+        def replace(n: exp.Expr) -> exp.Expr:
+            if n in functions:
+                return col(functions[n].column)
+            if n in union_calls:
+                return col(union_calls[n])
+            if n in union_keys:
+                return col(union_keys[n])
+            return n
+
+        result = binder.resolve(node, scope).transform(replace)
+        for c in result.find_all(exp.Column):
+            if not c.table and c.name in input_columns and c.name not in outputs:
+                raise binder.bind_error(f"column {c.name} must appear in GROUP BY or inside an aggregate function", node)
+        return result
+
+    return output, rewrite
+
+
+def _function_values(
+    binder: BlockBinder,
+    call: exp.Expr,
+    resolved_call: exp.Expr,
+    grouping_columns: list[exp.Expr],
+    key_columns: dict[exp.Expr, str],
+    set_columns: list[list[str]],
+) -> list[int]:
+    """A ``GROUPING(x)`` or ``GROUPING_ID(…)`` per grouping set: whether ``x`` is left out, or
+    the bit vector of the left-out grouping columns (first column most significant)."""
+    text = call.sql(dialect="spark")
+    if isinstance(call, exp.Grouping):
+        arguments = list(resolved_call.expressions)
+        if len(arguments) != 1:
+            raise binder.bind_error(f"{text} takes one column", call)
+        if arguments[0] not in key_columns:
+            raise binder.bind_error(f"the column of {text} is not a grouping column", call)
+        name = key_columns[arguments[0]]
+        return [0 if name in columns else 1 for columns in set_columns]
+    arguments = list(resolved_call.expressions)
+    if arguments and arguments != grouping_columns:
+        raise binder.bind_error(f"the columns of {text} must be the grouping columns, in order", call)
+    names = [key_columns[g] for g in grouping_columns]
+    return [
+        sum(1 << (len(names) - 1 - i) for i, name in enumerate(names) if name not in columns)
+        for columns in set_columns
+    ]
+
+
+def _branch(
+    binder: BlockBinder,
+    plan: LogicalPlan,
+    key_names: list[str],
+    set_columns: list[str],
+    aggregates: dict[exp.Expr, tuple[str, str, bool]],
+    function_values: list[tuple[str, int]],
+    only_set: bool,
+) -> LogicalPlan:
+    """One grouping set's rows: the aggregate of ``plan`` by the set's columns, with every other
+    grouping column NULL and the grouping functions' constants."""
+    keys = tuple(dict.fromkeys(set_columns))
+    calls = [
+        AggregateCall(Field(binder.names.fresh(display), type_, nullable), call.copy())
+        for call, (display, type_, nullable) in aggregates.items()
+    ]
+    guard: Field | None = None
+    if not keys and not only_set:
+        # Unlike a global aggregate, the empty set has no row over empty input (Spark groups
+        # it by its grouping id): keep its row only when it counted some.
+        guard = next((c.field for c in calls if isinstance(c.call, exp.Count) and isinstance(c.call.this, exp.Star)), None)
+        if guard is None:
+            guard = Field(binder.names.fresh("grouped_rows"), "bigint", False)
+            calls.append(AggregateCall(guard, exp.Count(this=exp.Star())))
+    branch: LogicalPlan = Aggregate(plan, keys, tuple(calls))
+    if guard is not None:
+        branch = Filter(branch, exp.GT(this=col(guard.name), expression=exp.Literal.number(0)))
+    projections = []
+    for name in key_names:
+        source = plan.schema.field(name)
+        if name in keys:
+            projections.append(Projection(source, col(name)))
+        else:
+            projections.append(Projection(Field(binder.names.fresh(name), source.type, True), _typed_null(source.type)))
+    projections += [Projection(c.field, col(c.field.name)) for c in calls[: len(aggregates)]]
+    for type_, value in function_values:
+        constant = exp.cast(exp.Literal.number(value), exp.DataType.build(type_, dialect="spark"))
+        display = "grouping" if type_ == "tinyint" else "grouping_id"
+        projections.append(Projection(Field(binder.names.fresh(display), type_, False), constant))
+    return Project(branch, tuple(projections))
+
+
+def _typed_null(type_: str) -> exp.Expr:
+    if type_ == UNKNOWN_TYPE:
+        return exp.null()
+    return exp.cast(exp.null(), exp.DataType.build(type_, dialect="spark"))
+
+
+def _union_all(binder: BlockBinder, branches: list[LogicalPlan], displays: list[str]) -> LogicalPlan:
+    """``UNION ALL`` of the branches, left-deep; each union's columns get fresh names derived
+    from ``displays``."""
+    result = branches[0]
+    for branch in branches[1:]:
+        fields = tuple(
+            Field(binder.names.fresh(display), left.type if left.type != UNKNOWN_TYPE else right.type, left.nullable or right.nullable)
+            for display, left, right in zip(displays, result.schema, branch.schema)
+        )
+        result = Union(result, branch, True, fields)
+    return result
+
+
+__all__ = ["MAX_GROUPING_SETS", "bind_grouping_sets", "expand_grouping_sets", "uses_grouping_sets"]
