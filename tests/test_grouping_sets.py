@@ -167,6 +167,11 @@ def test_user_names_are_kept(session: Session) -> None:
         ("SELECT GROUPING_ID(a) FROM t GROUP BY ROLLUP(a, b)", BindError, "must be the grouping columns"),
         ("SELECT a, c FROM t GROUP BY ROLLUP(a, b)", BindError, "must appear in GROUP BY"),
         ("SELECT COUNT(*) FROM t GROUP BY CUBE(a, b, c, d, e, a, b)", UnsupportedQuery, "more than 64 grouping sets"),
+        ("SELECT COUNT(*) FROM t GROUP BY CUBE(" + ", ".join(["a", "b", "c", "d", "e"] * 8) + ")", UnsupportedQuery,
+         "more than 64 grouping sets"),
+        ("SELECT COUNT(*) FROM t GROUP BY a, b, c, d, e, a, b WITH CUBE", UnsupportedQuery, "more than 64 grouping sets"),
+        ("SELECT COUNT(*) FROM t GROUP BY ROLLUP(a, b, c), ROLLUP(a, b, c), ROLLUP(d, e), ROLLUP(a, b)", UnsupportedQuery,
+         "more than 64 grouping sets"),
     ],
 )
 def test_errors_name_their_position(text: str, error: type[Exception], message: str) -> None:

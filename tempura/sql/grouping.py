@@ -47,7 +47,7 @@ from tempura.algebra import (
     column_name,
 )
 from tempura.algebra.schema import UNKNOWN_TYPE
-from tempura.errors import BindError
+from tempura.errors import BindError, UnsupportedQuery
 from tempura.sql.parse import position_of, unsupported
 from tempura.sql.scope import BlockBinder, Rewrite, Scope, aggregate_type, aggregates_in, spark_type
 
@@ -99,6 +99,8 @@ def _sets_of(element: exp.Expr, sql: str) -> list[GroupingSet]:
         return [[e for unit in units[:n] for e in unit] for n in range(len(units), -1, -1)]
     if isinstance(element, exp.Cube):
         units = _units(list(element.expressions))
+        if 2 ** len(units) > MAX_GROUPING_SETS:
+            raise _too_many(element, sql)
         return [
             [e for unit, kept in zip(units, mask) if kept for e in unit]
             for mask in itertools.product((True, False), repeat=len(units))
@@ -138,18 +140,23 @@ def expand_grouping_sets(group: exp.Group, sql: str) -> tuple[list[GroupingSet],
     (duplicates kept; the caller makes them distinct once they are resolved)."""
     plain = list(group.expressions)
     if group.args.get("grouping_sets"):
-        sets = [s for node in group.args["grouping_sets"] for s in _sets_of(node, sql)]
-        return sets, plain
+        return [s for node in group.args["grouping_sets"] for s in _sets_of(node, sql)], plain
     if group.args.get("rollup"):
         return _sets_of(exp.Rollup(expressions=plain), sql), plain
     if group.args.get("cube"):
+        if 2 ** len(plain) > MAX_GROUPING_SETS:
+            raise _too_many(group, sql)
         return _sets_of(exp.Cube(expressions=plain), sql), plain
     sets: list[GroupingSet] = [[]]
     for element in plain:
         sets = [left + right for left in sets for right in _sets_of(element, sql)]
         if len(sets) > MAX_GROUPING_SETS:
-            break
+            raise _too_many(group, sql)
     return sets, [e for element in plain for e in _flatten(element)]
+
+
+def _too_many(node: exp.Expr, sql: str) -> UnsupportedQuery:
+    return unsupported(f"GROUP BY with more than {MAX_GROUPING_SETS} grouping sets", node, sql)
 
 
 @dataclass
@@ -170,7 +177,7 @@ def bind_grouping_sets(
     group = select.args["group"]
     sets, written = expand_grouping_sets(group, sql)
     if len(sets) > MAX_GROUPING_SETS:
-        raise unsupported(f"GROUP BY with more than {MAX_GROUPING_SETS} grouping sets", group, sql)
+        raise _too_many(group, sql)
 
     aliases = {(item.unalias() if isinstance(item, exp.Alias) else item): item.alias_or_name for item in select.expressions}
 
