@@ -73,6 +73,10 @@ QUERIES = [
     "SELECT a FROM t WHERE b < (SELECT AVG(e) * 0.2 FROM u WHERE u.a = t.a)",
     "SELECT a FROM t WHERE d > (SELECT AVG(d) FROM t)",
     "SELECT a, (SELECT MIN(e) FROM u) AS lowest FROM t",
+    # Scalar subqueries that are one row through a CTE or a derived table (TPC-DS q14's shape).
+    "WITH m AS (SELECT AVG(e) AS avg_e FROM u) SELECT a FROM t WHERE b > (SELECT avg_e FROM m)",
+    "SELECT a, (SELECT x FROM (SELECT MAX(e) AS x FROM u WHERE e > 1000) AS s) AS top FROM t",
+    "SELECT a, (SELECT n FROM (SELECT COUNT(*) AS n FROM u) AS s WHERE n > 100) AS many FROM t",
     "SELECT a, COUNT(*) AS n, SUM(b) AS s, AVG(d) AS m, COUNT(DISTINCT c) AS dc FROM t GROUP BY a",
     "SELECT COUNT(*) AS n, SUM(b) AS s FROM t WHERE a > 100",
     "SELECT c, SUM(b) FILTER (WHERE d > 0) AS pos FROM t GROUP BY c",

@@ -12,8 +12,9 @@ builds those directly. Each rewrite below is exact under SQL's three-valued logi
 - ``x NOT IN (SELECT y ...)`` ⇒ ``outer ▷_{(x = y ∨ x IS NULL ∨ y IS NULL) ∧ c} q'``: a row is
   dropped when the comparison is true *or unknown* for some row of q, which is exactly when
   ``NOT IN`` is not true.
-- An uncorrelated scalar subquery that always yields one row (an aggregate without GROUP BY)
-  ⇒ a cross join with it; one that yields at most one row ⇒ a left join ``ON TRUE``.
+- An uncorrelated scalar subquery that always yields one row (an aggregate without GROUP BY,
+  also through a CTE or derived table) ⇒ a cross join with it; one that yields at most one row
+  ⇒ a left join ``ON TRUE``.
 - A correlated scalar aggregate ``(SELECT f(agg) FROM q WHERE k = outer.k ...)``
   ⇒ ``outer ⟕_{outer.k = k} γ_{k; agg}(q')``. Where ``f`` over an empty input is not NULL (as
   for COUNT), a marker column tells a missing group apart, and ``f``'s empty value is used for it
@@ -29,13 +30,16 @@ from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
 from tempura.algebra import (
+    Aggregate,
     Field,
     Filter,
     Join,
     JoinKind,
+    Limit,
     LogicalPlan,
     Project,
     Projection,
+    Sort,
     col,
     columns_in,
     conjoin,
@@ -53,6 +57,26 @@ from tempura.sql.scope import (
     unwrap_query,
 )
 from tempura.sql.parse import unsupported
+
+def _rows_of(plan: LogicalPlan) -> str | None:
+    """``"one"`` when ``plan`` always yields exactly one row, ``"at most one"`` when it yields
+    no more than one, else ``None``: read off the bound plan, so that a scalar subquery that
+    selects from a CTE or derived table holding a global aggregate is known to be one row."""
+    exact = True
+    while True:
+        if isinstance(plan, (Project, Sort)):
+            plan = plan.input
+        elif isinstance(plan, Filter):
+            plan, exact = plan.input, False
+        elif isinstance(plan, Limit):
+            if plan.count is not None and plan.count <= 1:
+                return "at most one"
+            plan, exact = plan.input, exact and not plan.offset
+        elif isinstance(plan, Aggregate) and not plan.keys:
+            return "one" if exact else "at most one"
+        else:
+            return None
+
 
 _EMPTY_IS_ZERO = (exp.Count, exp.CountIf, exp.ApproxDistinct)
 _EMPTY_IS_ARRAY = (exp.ArrayAgg, exp.ArrayUniqueAgg)
@@ -257,9 +281,13 @@ class SubqueryPlanner:
         )
         limit = query.args.get("limit")
         limit_one = limit is not None and (limit.args.get("expression") or limit.this).name in ("0", "1")
-        if aggregate_without_groups and not query.args.get("having"):
+        rows = "one" if aggregate_without_groups and not query.args.get("having") else None
+        if rows is None and (aggregate_without_groups or limit_one):
+            rows = "at most one"
+        rows = rows or _rows_of(bound.plan)
+        if rows == "one":
             joined: LogicalPlan = Join(JoinKind.CROSS, plan, bound.plan, None)
-        elif aggregate_without_groups or limit_one:
+        elif rows == "at most one":
             joined = Join(JoinKind.LEFT, plan, bound.plan, exp.true())
         else:
             raise self._unsupported("scalar subquery that may return more than one row", node)
