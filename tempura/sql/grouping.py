@@ -73,10 +73,13 @@ def uses_grouping_sets(group: exp.Group | None, calls: list[exp.Expr], sql: str)
     for call in calls:
         if isinstance(call, GROUPING_FUNCTIONS):
             line, column = position_of(call, sql)
-            raise BindError(
-                f"{call.sql(dialect='spark')} needs GROUP BY ROLLUP, CUBE or GROUPING SETS", line, column
-            )
+            raise BindError(f"{_unqualified(call)} needs GROUP BY ROLLUP, CUBE or GROUPING SETS", line, column)
     return False
+
+
+def _unqualified(node: exp.Expr) -> str:
+    """``node`` as SQL with its columns unqualified, near to how the user wrote it."""
+    return node.transform(lambda n: exp.column(n.name) if isinstance(n, exp.Column) else n).sql(dialect="spark")
 
 
 def _units(elements: list[exp.Expr]) -> list[GroupingSet]:
@@ -279,7 +282,7 @@ def _function_values(
 ) -> list[int]:
     """A ``GROUPING(x)`` or ``GROUPING_ID(…)`` per grouping set: whether ``x`` is left out, or
     the bit vector of the left-out grouping columns (first column most significant)."""
-    text = call.sql(dialect="spark")
+    text = _unqualified(call)
     if isinstance(call, exp.Grouping):
         arguments = list(resolved_call.expressions)
         if len(arguments) != 1:
