@@ -71,7 +71,8 @@ def _rows_of(plan: LogicalPlan) -> str | None:
         elif isinstance(plan, Limit):
             if plan.count is not None and plan.count <= 1:
                 return "at most one"
-            plan, exact = plan.input, exact and not plan.offset
+            exact = exact and not plan.offset
+            plan = plan.input
         elif isinstance(plan, Aggregate) and not plan.keys:
             return "one" if exact else "at most one"
         else:
