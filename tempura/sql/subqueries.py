@@ -17,7 +17,32 @@ builds those directly. Each rewrite below is exact under SQL's three-valued logi
 - A correlated scalar aggregate ``(SELECT f(agg) FROM q WHERE k = outer.k ...)``
   ⇒ ``outer ⟕_{outer.k = k} γ_{k; agg}(q')``. Where ``f`` over an empty input is not NULL (as
   for COUNT), a marker column tells a missing group apart, and ``f``'s empty value is used for it
-  (the "COUNT bug").
+  (the "COUNT bug"). A NULL outer key meets no group, as ``k = NULL`` admits no row of q.
+- A correlation that is not a conjunct of such equalities: first, a conjunct common to every
+  branch of an OR is factored out, ``(X ∧ A) ∨ (X ∧ B) ≡ X ∧ (A ∨ B)`` (Kleene logic is a
+  distributive lattice; a branch of common conjuncts only makes ``A ∨ B`` TRUE). What remains,
+  ``c(o, q)`` over outer columns ``o``, goes through the outer rows' distinct values
+  ``D = δ(π_o outer)``: ``q`` becomes ``D ⋈_{c[o→o']} q`` keyed by ``o'``, and an outer row meets
+  its group on ``o <=> o'``. Each outer row has exactly one ``D`` row with its values (NULLs
+  included, hence ``<=>``), whose group holds exactly the rows of q that ``c`` admits for it; the
+  COUNT-bug marker covers values with none.
+- An uncorrelated scalar subquery that may return several rows ⇒ a cross join with
+  ``π_{CASE WHEN n > 1 THEN raise_error(…) ELSE v END}(γ_{n := count(*), v := max(y)}(q))``: one
+  row always; for at most one row of q, ``max`` is its value (NULL over none, as the subquery's
+  value is); for more, the run fails as Spark's does, with the subquery's position.
+- EXISTS elsewhere than an AND term (inside OR, under NOT, in CASE or the select list) ⇒ a
+  *mark*: ``outer ⟕ δ(π_{keys, TRUE AS m}(q'))`` and ``m IS NOT NULL``. The distinct keys meet an
+  outer row at most once, so no row is repeated, and ``m`` is set exactly when some row of q
+  satisfies the correlation (keyed as above). EXISTS is two-valued, and so is the mark.
+- ``x IN (SELECT y …)`` there ⇒ the EXISTS mark of ``x = y ∧ c`` (TRUE exactly when IN is
+  TRUE), and where a NULL could be told from FALSE, also ``γ_{keys; n := count(*), v :=
+  count(y)}`` of q per correlation key: IN is FALSE when ``n`` is 0 or missing (q is empty for
+  the row), else NULL when ``x`` is NULL or ``n > v`` (a NULL among q's values), else FALSE —
+  SQL's three-valued IN. Where the IN sits under AND, OR and parentheses only of a WHERE/HAVING
+  condition, NULL is read as FALSE and the mark alone is used: AND and OR are monotone, and a
+  condition TRUE with NULL at a place is TRUE with FALSE there and conversely (``_is_positive``),
+  so the same rows pass. Spark 4.3 reads NULL as FALSE also where it is observable (the select
+  list, CASE, ``IS NULL``: SPARK-58442); tempura keeps SQL's NULL there.
 
 Constructs outside these shapes raise :class:`UnsupportedQuery` with their position.
 """
@@ -130,7 +155,7 @@ def _factor_common_conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
     rests = [[c for c in b if c not in common] for b in branches]
     if any(not rest for rest in rests):
         return common
-    remainder = exp.or_(*(exp.paren(conjoin(rest), copy=False) for rest in rests), copy=False)
+    remainder = exp.or_(*(exp.paren(exp.and_(*rest, copy=False), copy=False) for rest in rests), copy=False)
     return common + [remainder]
 
 
