@@ -126,6 +126,9 @@ CORRELATED_AGGREGATES = [
     "SELECT a, c, (SELECT count(e) FROM u WHERE u.a <= t.a AND u.f = t.c) AS n FROM t",
     "SELECT a, b FROM t WHERE b > (SELECT avg(e) FROM u WHERE u.a <> t.a) - 100",
     "SELECT a, (SELECT max(e) FROM u WHERE u.a = t.a OR u.e = t.b) AS m FROM t",
+    # q41's shape: a parenthesised DISTINCT item, ordered by the column inside
+    "SELECT DISTINCT (c) FROM t WHERE (SELECT count(*) FROM u WHERE (u.f = t.c AND u.e > 105) "
+    "OR (u.f = t.c AND u.a = 2)) > 0 ORDER BY c",
 ]
 
 
