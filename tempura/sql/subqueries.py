@@ -145,7 +145,7 @@ def _factor_common_conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
     """``(X ∧ A) ∨ (X ∧ B)`` as the conjuncts ``[X, A ∨ B]``: equal in Kleene logic, which is a
     distributive lattice. A branch that is only common conjuncts makes the rest ``TRUE`` (``X ∨
     (X ∧ B) = X``). Anything else is returned as it is."""
-    node = predicate.unnest()
+    node = _unparen(predicate)
     if not isinstance(node, exp.Or):
         return [predicate]
     branches = [conjuncts(b) for b in _disjuncts(node)]
@@ -159,8 +159,15 @@ def _factor_common_conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
     return common + [remainder]
 
 
+def _unparen(node: exp.Expr) -> exp.Expr:
+    """``node`` without enclosing parentheses (``unnest`` would open a subquery too)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
 def _disjuncts(node: exp.Expr) -> list[exp.Expr]:
-    node = node.unnest()
+    node = _unparen(node)
     if isinstance(node, exp.Or):
         return _disjuncts(node.left) + _disjuncts(node.right)
     return [node]
