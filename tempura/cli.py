@@ -102,7 +102,9 @@ def query(catalog: str, dialect: str, sql: str, out: str | None, fmt: str, limit
         write_output(frame, out, fmt)
         click.echo(f"wrote {out} ({fmt})")
         return
-    rows = frame.limit(limit + 1).collect()
+    from tempura.runtime.executor import collect_rows
+
+    rows = collect_rows(frame, limit + 1)
     table = Table()
     for name in frame.columns:
         table.add_column(name)

@@ -11,8 +11,9 @@ are set on the session for as long as it runs tempura's plans.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from tempura.algebra import LogicalPlan, Query
 from tempura.errors import ExecutionError
@@ -51,8 +52,24 @@ class SparkPlanning:
             spark.conf.set(key, value)
 
 
+RAISED_BY_PLAN = re.compile(r"\[USER_RAISED_EXCEPTION\] (.*?) SQLSTATE: P0001")
+"""Spark's error for ``raise_error``: a plan's own check failed (a scalar subquery returned more
+than one row), and its message is the whole story. It reaches Python as a converted error, or
+(raised while a broadcast is built) inside the JVM's wrapping exception."""
+
+
+def raised_by_plan(error: Exception) -> str | None:
+    """The message of the plan's own check that failed in ``error``, if that is what it is."""
+    found = RAISED_BY_PLAN.search(str(error))
+    return found.group(1) if found else None
+
+
 def spark_error_message(error: Exception) -> str:
-    """The first line of a Spark error, without the JVM stack trace."""
+    """The first line of a Spark error, without the JVM stack trace; for a check of the plan's own
+    (``raise_error``), its message alone."""
+    raised = raised_by_plan(error)
+    if raised is not None:
+        return raised
     text = str(error).strip()
     first = text.splitlines()[0] if text else type(error).__name__
     return first.split("; line ")[0]
@@ -74,3 +91,22 @@ def execute(
         return spark.sql(sql)
     except PySparkException as error:
         raise ExecutionError(f"Spark rejected the plan: {spark_error_message(error)}") from None
+
+
+def spark_errors() -> tuple[type[Exception], ...]:
+    """What Spark raises while it computes a plan: converted errors, and the JVM's own (a failure
+    while a broadcast is built arrives wrapped so)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    return PySparkException, Py4JJavaError
+
+
+def collect_rows(frame: DataFrame, limit: int | None = None) -> list[Any]:
+    """The rows of ``frame`` (its first ``limit``); a failure while Spark computes them is an
+    :class:`ExecutionError` of one line, the plan's own checks' message as it is."""
+    try:
+        return (frame if limit is None else frame.limit(limit)).collect()
+    except spark_errors() as error:
+        raised = raised_by_plan(error)
+        raise ExecutionError(raised or f"Spark failed running the plan: {spark_error_message(error)}") from None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from tempura.algebra import Query
 from tempura.errors import ExecutionError
-from tempura.runtime.executor import SparkPlanning, execute, spark_error_message
+from tempura.runtime.executor import SparkPlanning, execute, spark_error_message, spark_errors
 from tempura.runtime.sources import SourceData, register_read, register_snapshots
 from tempura.tvr.plan import Fragment, MultiTimePlan
 
@@ -92,8 +92,6 @@ class PlanExecutor:
     def _keep(self, state: str, frame: DataFrame, run_dir: Path) -> DataFrame:
         """Keep a state (in memory, or as parquet: temporary folder, then rename) and register it
         as a view."""
-        from pyspark.errors import PySparkException
-
         if self.states == "memory":
             kept = _opaque(self.spark, frame.localCheckpoint(eager=True))
             kept.createOrReplaceTempView(state)
@@ -102,7 +100,7 @@ class PlanExecutor:
         pending = run_dir / f".{state}.pending"
         try:
             frame.write.mode("overwrite").parquet(str(pending))
-        except PySparkException as error:
+        except spark_errors() as error:
             raise ExecutionError(f"writing state {state} failed: {spark_error_message(error)}") from None
         pending.rename(final)
         kept = self.spark.read.parquet(str(final))

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tempura.errors import ExecutionError
-from tempura.runtime.executor import spark_error_message
+from tempura.runtime.executor import spark_error_message, spark_errors
 from tempura.runtime.files import uri
 
 if TYPE_CHECKING:
@@ -78,8 +78,6 @@ def write_output(frame: DataFrame, target: Path | str, fmt: str = "parquet") -> 
     """Write ``frame`` to the folder ``target`` (replacing it) in ``fmt`` so that
     :func:`read_output` gives back exactly its rows; Spark's failure becomes an
     :class:`ExecutionError` naming the folder."""
-    from pyspark.errors import PySparkException
-
     _check_format(fmt)
     folder = uri(target)
     try:
@@ -88,7 +86,7 @@ def write_output(frame: DataFrame, target: Path | str, fmt: str = "parquet") -> 
         else:
             options = JSON_WRITE_OPTIONS if fmt == "json" else {}
             frame.write.mode("overwrite").format(fmt).options(**options).save(folder)
-    except PySparkException as error:
+    except spark_errors() as error:
         raise ExecutionError(f"writing {target} failed: {spark_error_message(error)}") from None
 
 

@@ -195,6 +195,8 @@ class Binder:
         taken: set[str] = set()
         for item in select.expressions:
             expression = item.unalias() if isinstance(item, exp.Alias) else item
+            while isinstance(expression, exp.Paren):  # `DISTINCT (x)` is x
+                expression = expression.this
             plan, resolved = self.subqueries.inline_scalars(plan, expression, scope, rewrite)
             projection = self.projection(resolved, item.alias_or_name, plan, expression, taken)
             taken.add(projection.field.name)

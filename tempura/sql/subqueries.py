@@ -18,19 +18,48 @@ builds those directly. Each rewrite below is exact under SQL's three-valued logi
 - A correlated scalar aggregate ``(SELECT f(agg) FROM q WHERE k = outer.k ...)``
   ⇒ ``outer ⟕_{outer.k = k} γ_{k; agg}(q')``. Where ``f`` over an empty input is not NULL (as
   for COUNT), a marker column tells a missing group apart, and ``f``'s empty value is used for it
-  (the "COUNT bug").
+  (the "COUNT bug"). A NULL outer key meets no group, as ``k = NULL`` admits no row of q.
+- A correlation that is not a conjunct of such equalities: first, a conjunct common to every
+  branch of an OR is factored out, ``(X ∧ A) ∨ (X ∧ B) ≡ X ∧ (A ∨ B)`` (Kleene logic is a
+  distributive lattice; a branch of common conjuncts only makes ``A ∨ B`` TRUE). What remains,
+  ``c(o, q)`` over outer columns ``o``, goes through the outer rows' distinct values
+  ``D = δ(π_o outer)``: ``q`` becomes ``D ⋈_{c[o→o']} q`` keyed by ``o'``, and an outer row meets
+  its group on ``o <=> o'``. Each outer row has exactly one ``D`` row with its values (NULLs
+  included, hence ``<=>``), whose group holds exactly the rows of q that ``c`` admits for it; the
+  COUNT-bug marker covers values with none.
+- An uncorrelated scalar subquery that may return several rows ⇒ a cross join with
+  ``π_{CASE WHEN n > 1 THEN raise_error(…) ELSE v END}(γ_{n := count(*), v := max(y)}(q))``: one
+  row always; for at most one row of q, ``max`` is its value (NULL over none, as the subquery's
+  value is); for more, the run fails as Spark's does, with the subquery's position.
+- EXISTS elsewhere than an AND term (inside OR, under NOT, in CASE or the select list) ⇒ a
+  *mark*: ``outer ⟕ δ(π_{keys, TRUE AS m}(q'))`` and ``m IS NOT NULL``. The distinct keys meet an
+  outer row at most once, so no row is repeated, and ``m`` is set exactly when some row of q
+  satisfies the correlation (keyed as above). EXISTS is two-valued, and so is the mark.
+- ``x IN (SELECT y …)`` there ⇒ the EXISTS mark of ``x = y ∧ c`` (TRUE exactly when IN is
+  TRUE), and where a NULL could be told from FALSE, also ``γ_{keys; n := count(*), v :=
+  count(y)}`` of q per correlation key: IN is FALSE when ``n`` is 0 or missing (q is empty for
+  the row), else NULL when ``x`` is NULL or ``n > v`` (a NULL among q's values), else FALSE —
+  SQL's three-valued IN. Where the IN sits under AND, OR and parentheses only of a WHERE/HAVING
+  condition, NULL is read as FALSE and the mark alone is used: AND and OR are monotone, and a
+  condition TRUE with NULL at a place is TRUE with FALSE there and conversely (``_is_positive``),
+  so the same rows pass. Spark 4.3 reads NULL as FALSE also where it is observable (the select
+  list, CASE, ``IS NULL``: SPARK-58442); tempura keeps SQL's NULL there.
 
 Constructs outside these shapes raise :class:`UnsupportedQuery` with their position.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
 from tempura.algebra import (
     Aggregate,
+    AggregateCall,
+    Distinct,
     Field,
     Filter,
     Join,
@@ -41,9 +70,11 @@ from tempura.algebra import (
     Projection,
     Sort,
     col,
+    column_name,
     columns_in,
     conjoin,
     conjuncts,
+    substitute,
 )
 from tempura.sql.scope import (
     BlockBinder,
@@ -56,7 +87,7 @@ from tempura.sql.scope import (
     spark_type,
     unwrap_query,
 )
-from tempura.sql.parse import unsupported
+from tempura.sql.parse import offset_to_line_col, position_of, unsupported
 
 def _rows_of(plan: LogicalPlan) -> str | None:
     """``"one"`` when ``plan`` always yields exactly one row, ``"at most one"`` when it yields
@@ -130,6 +161,83 @@ def _is_plain_select(query: exp.Expr) -> bool:
     )
 
 
+SCALAR_ROWS_MESSAGE = "scalar subquery returned more than one row"
+"""What a plan raises at run time when a scalar subquery that may return several rows does."""
+
+
+def _factor_common_conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
+    """``(X ∧ A) ∨ (X ∧ B)`` as the conjuncts ``[X, A ∨ B]``: equal in Kleene logic, which is a
+    distributive lattice. A branch that is only common conjuncts makes the rest ``TRUE`` (``X ∨
+    (X ∧ B) = X``). Anything else is returned as it is."""
+    node = _unparen(predicate)
+    if not isinstance(node, exp.Or):
+        return [predicate]
+    branches = [conjuncts(b) for b in _disjuncts(node)]
+    common = [c for c in branches[0] if all(c in b for b in branches[1:])]
+    if not common:
+        return [predicate]
+    rests = [[c for c in b if c not in common] for b in branches]
+    if any(not rest for rest in rests):
+        return common
+    remainder = exp.or_(*(exp.paren(exp.and_(*rest, copy=False), copy=False) for rest in rests), copy=False)
+    return common + [remainder]
+
+
+def _unparen(node: exp.Expr) -> exp.Expr:
+    """``node`` without enclosing parentheses (``unnest`` would open a subquery too)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _disjuncts(node: exp.Expr) -> list[exp.Expr]:
+    node = _unparen(node)
+    if isinstance(node, exp.Or):
+        return _disjuncts(node.left) + _disjuncts(node.right)
+    return [node]
+
+
+def _equality_sides(predicate: exp.Expr, inner_columns: set[str]) -> tuple[exp.Expr, exp.Expr] | None:
+    """``(inner, outer)`` when ``predicate`` is ``inner = outer`` (either way round) with one side
+    over the subquery's columns only and the other over outer columns only."""
+    if not isinstance(predicate, exp.EQ):
+        return None
+    sides = (predicate.this, predicate.expression)
+    inner = [s for s in sides if columns_in(s) and columns_in(s) <= inner_columns]
+    outer = [s for s in sides if columns_in(s) and not columns_in(s) & inner_columns]
+    if len(inner) != 1 or len(outer) != 1:
+        return None
+    return inner[0], outer[0]
+
+
+def _is_positive(node: exp.Expr, root: exp.Expr) -> bool:
+    """Whether ``node`` sits in ``root`` under AND, OR and parentheses only: there, a NULL may be
+    read as FALSE without changing whether ``root`` is TRUE (Kleene AND and OR are monotone, and a
+    value TRUE with NULL in a place stays TRUE for any value there)."""
+    parent = node.parent
+    while node is not root and parent is not None:
+        if not isinstance(parent, (exp.And, exp.Or, exp.Paren)):
+            return False
+        node, parent = parent, parent.parent
+    return node is root
+
+
+def _is_not_null(expression: exp.Expr) -> exp.Expr:
+    return exp.Not(this=exp.Is(this=expression, expression=exp.null()))
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    """A subquery body made joinable with the outer rows: each row of ``body`` belongs to the
+    outer rows whose ``outer`` expressions equal its ``keys`` — null-safely (``<=>``) when
+    ``null_safe``, where the keys are the outer rows' own values."""
+
+    body: LogicalPlan
+    keys: tuple[exp.Expr, ...]
+    outer: tuple[exp.Expr, ...]
+    null_safe: bool
+
+
 class SubqueryPlanner:
     """Turns subqueries of one query block into joins; works for a binder (:class:`~tempura.sql.scope.BlockBinder`)."""
 
@@ -138,6 +246,9 @@ class SubqueryPlanner:
 
     def _unsupported(self, what: str, node: exp.Expr) -> Exception:
         return unsupported(what, node, self.binder.sql)
+
+    def _fresh(self, base: str, type_: str, nullable: bool = True) -> Field:
+        return Field(self.binder.names.fresh(base), type_, nullable)
 
     # -- predicates ----------------------------------------------------------------------------
 
@@ -150,32 +261,53 @@ class SubqueryPlanner:
             return self._exists(plan, node, scope, negated)
         if isinstance(node, exp.In) and node.args.get("query") is not None:
             return self._in(plan, node, scope, negated, rewrite)
-        for n in node.walk():
-            if isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query") is not None):
-                raise self._unsupported("EXISTS or IN subquery that is not a top-level AND term of WHERE/HAVING", n)
-        plan, condition = self.inline_scalars(plan, node, scope, rewrite)
+        plan, condition = self.inline_scalars(plan, node, scope, rewrite, in_filter=True)
         return Filter(plan, condition)
 
     def _exists(self, plan: LogicalPlan, node: exp.Exists, scope: Scope, negated: bool) -> LogicalPlan:
         kind = JoinKind.ANTI if negated else JoinKind.SEMI
+        body, correlation = self._exists_parts(plan, node, scope)
+        return Join(kind, plan, body, conjoin(correlation) or exp.true())
+
+    def _exists_parts(self, plan: LogicalPlan, node: exp.Exists, scope: Scope) -> tuple[LogicalPlan, list[exp.Expr]]:
+        """The EXISTS subquery's body and its correlated conjuncts (over the body's and ``plan``'s columns)."""
         query = unwrap_query(node.this)
         if _is_plain_select(query):
             assert isinstance(query, exp.Select)
             body, correlation, _ = self._correlated_body(query, scope, plan)
-            return Join(kind, plan, body, conjoin(correlation) or exp.true())
+            return body, correlation
         if is_correlated(query):
             raise self._unsupported("correlated EXISTS subquery with aggregation, LIMIT or a set operation", node)
-        bound = self.binder.bind_query(query, None)
-        return Join(kind, plan, bound.plan, exp.true())
+        return self.binder.bind_query(query, None).plan, []
 
     def _in(self, plan: LogicalPlan, node: exp.In, scope: Scope, negated: bool, rewrite: Rewrite) -> LogicalPlan:
+        lhs, body, correlation, values = self._in_parts(plan, node, scope, rewrite)
+        if negated and len(lhs) > 1:
+            raise self._unsupported("multi-column NOT IN subquery", node)
+        if negated:
+            (x,), (y,) = lhs, values
+            match: exp.Expr = exp.or_(
+                exp.EQ(this=x.copy(), expression=y.copy()),
+                exp.Is(this=x.copy(), expression=exp.null()),
+                exp.Is(this=y.copy(), expression=exp.null()),
+            )
+            condition = conjoin([exp.paren(match, copy=False)] + correlation)
+        else:
+            equalities = [exp.EQ(this=x.copy(), expression=y.copy()) for x, y in zip(lhs, values)]
+            condition = conjoin(equalities + correlation)
+        assert condition is not None
+        return Join(JoinKind.ANTI if negated else JoinKind.SEMI, plan, body, condition)
+
+    def _in_parts(
+        self, plan: LogicalPlan, node: exp.In, scope: Scope, rewrite: Rewrite
+    ) -> tuple[list[exp.Expr], LogicalPlan, list[exp.Expr], list[exp.Expr]]:
+        """The IN's left-hand values, the subquery's body, its correlated conjuncts, and the
+        values it returns (over the body's columns)."""
         query = unwrap_query(node.args["query"])
         left = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
         if any(contains_subquery(e) for e in left):
             raise self._unsupported("subquery on the left of IN", node)
         lhs = [rewrite(e) for e in left]
-        if negated and len(lhs) > 1:
-            raise self._unsupported("multi-column NOT IN subquery", node)
         if _is_plain_select(query):
             assert isinstance(query, exp.Select)
             body, correlation, body_scope = self._correlated_body(query, scope, plan)
@@ -193,19 +325,106 @@ class SubqueryPlanner:
             values = [col(f.name) for f in body.schema]
         if len(values) != len(lhs):
             raise self.binder.bind_error(f"IN subquery returns {len(values)} columns, {len(lhs)} expected", node)
-        if negated:
-            (x,), (y,) = lhs, values
-            match: exp.Expr = exp.or_(
-                exp.EQ(this=x.copy(), expression=y.copy()),
-                exp.Is(this=x.copy(), expression=exp.null()),
-                exp.Is(this=y.copy(), expression=exp.null()),
-            )
-            condition = conjoin([exp.paren(match, copy=False)] + correlation)
-        else:
-            equalities = [exp.EQ(this=x.copy(), expression=y.copy()) for x, y in zip(lhs, values)]
-            condition = conjoin(equalities + correlation)
+        return lhs, body, correlation, values
+
+    # -- marks: EXISTS and IN as values ----------------------------------------------------------
+
+    def _keyed(self, plan: LogicalPlan, body: LogicalPlan, correlation: list[exp.Expr]) -> _Keyed:
+        """``body`` keyed for a left join back to ``plan`` by the correlation.
+
+        Conjuncts without outer columns filter ``body``. Equalities ``inner = outer`` key it by
+        their inner sides. Any other correlation ``c`` goes through the outer rows' distinct
+        values ``D = δ(π_o plan)`` of its outer columns ``o``: the body becomes ``D ⋈_{c[o→o']}
+        body``, keyed by ``o'``, which an outer row meets on ``o <=> o'``.
+        """
+        inner_columns = set(body.schema.names)
+        local = [p for p in correlation if not columns_in(p) - inner_columns]
+        if local:
+            body = Filter(body, conjoin(local))  # type: ignore[arg-type]
+        rest = [p for p in correlation if columns_in(p) - inner_columns]
+        pairs = [_equality_sides(p, inner_columns) for p in rest]
+        if all(pair is not None for pair in pairs):
+            return _Keyed(body, tuple(p[0] for p in pairs if p), tuple(p[1] for p in pairs if p), False)
+        condition = conjoin(rest)
         assert condition is not None
-        return Join(JoinKind.ANTI if negated else JoinKind.SEMI, plan, body, condition)
+        used = columns_in(condition)
+        outer_names = [f.name for f in plan.schema if f.name in used]
+        renamed = {name: self.binder.names.fresh(name) for name in outer_names}
+        domain = Distinct(Project(plan, tuple(
+            Projection(plan.schema.field(name).renamed(renamed[name]), col(name)) for name in outer_names)))
+        condition = substitute(condition, {name: col(new) for name, new in renamed.items()})
+        joined = Join(JoinKind.INNER, domain, body, condition)
+        return _Keyed(joined, tuple(col(renamed[n]) for n in outer_names), tuple(col(n) for n in outer_names), True)
+
+    def _key_fields(self, keyed: _Keyed) -> list[Projection]:
+        """The keys of ``keyed`` as fresh columns (the same body may be joined back twice)."""
+        out = []
+        for key in keyed.keys:
+            name = column_name(key)
+            source = keyed.body.schema.field(name) if name is not None and name in keyed.body.schema else None
+            field_ = self._fresh(name or "key", source.type if source else spark_type(key))
+            out.append(Projection(field_, key.copy()))
+        return out
+
+    @staticmethod
+    def _join_back(plan: LogicalPlan, right: LogicalPlan, keyed: _Keyed, keys: list[Projection]) -> LogicalPlan:
+        if not keys and isinstance(right, Aggregate):
+            return Join(JoinKind.CROSS, plan, right, None)  # a scalar aggregate: always one row
+        equal = exp.NullSafeEQ if keyed.null_safe else exp.EQ
+        condition = conjoin(equal(this=outer.copy(), expression=col(k.field.name)) for outer, k in zip(keyed.outer, keys))
+        return Join(JoinKind.LEFT, plan, right, condition or exp.true())
+
+    def _match_mark(self, plan: LogicalPlan, body: LogicalPlan, correlation: list[exp.Expr]) -> tuple[LogicalPlan, exp.Expr]:
+        """``plan ⟕ δ(π_{keys, TRUE AS m}(body))`` and the test ``m IS NOT NULL``: whether some
+        row of ``body`` satisfies ``correlation`` with the outer row (TRUE or FALSE, never NULL).
+        The distinct keys meet each outer row at most once, so no outer row is repeated."""
+        keyed = self._keyed(plan, body, correlation)
+        keys = self._key_fields(keyed)
+        marker = self._fresh("matched", "boolean", False)
+        matches = Distinct(Project(keyed.body, tuple(keys) + (Projection(marker, exp.true()),)))
+        return self._join_back(plan, matches, keyed, keys), _is_not_null(col(marker.name))
+
+    def _exists_mark(self, plan: LogicalPlan, node: exp.Exists, scope: Scope) -> tuple[LogicalPlan, exp.Expr]:
+        body, correlation = self._exists_parts(plan, node, scope)
+        return self._match_mark(plan, body, correlation)
+
+    def _in_mark(
+        self, plan: LogicalPlan, node: exp.In, scope: Scope, rewrite: Rewrite, positive: bool
+    ) -> tuple[LogicalPlan, exp.Expr]:
+        """``x IN (q)`` as a value. TRUE when some row of q equals x (a match mark); otherwise
+        FALSE when q is empty for the outer row, NULL when x is NULL or q holds a NULL, else
+        FALSE — from q's rows and non-NULL values counted per correlation key. Where the IN
+        sits positively in a filter (:func:`_is_positive`), NULL may read as FALSE and the
+        match mark alone is the value."""
+        lhs, body, correlation, values = self._in_parts(plan, node, scope, rewrite)
+        equalities: list[exp.Expr] = [exp.EQ(this=x.copy(), expression=y.copy()) for x, y in zip(lhs, values)]
+        plan, matched = self._match_mark(plan, body, correlation + equalities)
+        if positive:
+            return plan, matched
+        if len(lhs) != 1:
+            raise self._unsupported("multi-column IN subquery under NOT, in CASE or in the select list", node)
+        (x,), (y,) = lhs, values
+        keyed = self._keyed(plan, body, correlation)
+        keys = self._key_fields(keyed)
+        value = self._fresh("in_value", spark_type(y))
+        rows, present = self._fresh("rows", "bigint", False), self._fresh("values", "bigint", False)
+        counts = Aggregate(
+            Project(keyed.body, tuple(keys) + (Projection(value, y.copy()),)),
+            tuple(k.field.name for k in keys),
+            (AggregateCall(rows, exp.Count(this=exp.Star())), AggregateCall(present, exp.Count(this=col(value.name)))),
+        )
+        plan = self._join_back(plan, counts, keyed, keys)
+        empty = exp.EQ(this=exp.func("coalesce", col(rows.name), exp.Literal.number(0)), expression=exp.Literal.number(0))
+        unknown = exp.or_(exp.Is(this=x.copy(), expression=exp.null()), exp.GT(this=col(rows.name), expression=col(present.name)))
+        mark = exp.Case(
+            ifs=[
+                exp.If(this=matched, true=exp.true()),
+                exp.If(this=empty, true=exp.false()),
+                exp.If(this=unknown, true=exp.cast(exp.null(), "boolean")),
+            ],
+            default=exp.false(),
+        )
+        return plan, mark
 
     def _correlated_body(
         self, query: exp.Select, scope: Scope, outer: LogicalPlan
@@ -218,7 +437,9 @@ class SubqueryPlanner:
             local: list[exp.Expr] = []
             correlation: list[exp.Expr] = []
             where = query.args.get("where")
-            for predicate in conjuncts(where.this if where is not None else None):
+            predicates = conjuncts(where.this if where is not None else None)
+            factored = [c for p in predicates for c in (_factor_common_conjuncts(p) if binder.max_depth(p, body_scope) else [p])]
+            for predicate in factored:
                 depth = binder.max_depth(predicate, body_scope)
                 if depth == 0:
                     local.append(predicate)
@@ -238,22 +459,31 @@ class SubqueryPlanner:
     # -- scalar subqueries ---------------------------------------------------------------------
 
     def inline_scalars(
-        self, plan: LogicalPlan, expression: exp.Expr, scope: Scope, rewrite: Rewrite
+        self, plan: LogicalPlan, expression: exp.Expr, scope: Scope, rewrite: Rewrite, in_filter: bool = False
     ) -> tuple[LogicalPlan, exp.Expr]:
-        """Join every scalar subquery of ``expression`` to ``plan`` and refer to its value."""
+        """Join every subquery of ``expression`` to ``plan`` and refer to its value: a scalar
+        subquery's value, or EXISTS / IN as a boolean (a mark). ``in_filter``: ``expression`` is
+        a filter condition, where marks in positive places may read NULL as FALSE."""
         if not contains_subquery(expression):
             return plan, rewrite(expression)
         expression = expression.copy()
         found = [n for n in expression.walk(prune=is_subquery_node) if is_subquery_node(n)]
+        values: dict[str, exp.Expr] = {}
         for node in found:
-            if not isinstance(node, exp.Subquery):
-                raise self._unsupported("EXISTS or IN subquery inside an expression", node)
-            plan, value = self._scalar(plan, node, scope)
-            if node is expression:
-                expression = value
+            if isinstance(node, exp.Subquery):
+                plan, value = self._scalar(plan, node, scope)
+            elif isinstance(node, exp.Exists):
+                plan, value = self._exists_mark(plan, node, scope)
             else:
-                node.replace(value)
-        return plan, rewrite(expression)
+                assert isinstance(node, exp.In)
+                plan, value = self._in_mark(plan, node, scope, rewrite, in_filter and _is_positive(node, expression))
+            placeholder = self.binder.names.fresh("subquery_value")
+            values[placeholder] = value
+            if node is expression:
+                expression = exp.column(placeholder)
+            else:
+                node.replace(exp.column(placeholder))
+        return plan, substitute(rewrite(expression), values)
 
     def _scalar(self, plan: LogicalPlan, node: exp.Subquery, scope: Scope) -> tuple[LogicalPlan, exp.Expr]:
         query = unwrap_query(node.this)
@@ -291,31 +521,50 @@ class SubqueryPlanner:
         elif rows == "at most one":
             joined = Join(JoinKind.LEFT, plan, bound.plan, exp.true())
         else:
-            raise self._unsupported("scalar subquery that may return more than one row", node)
+            return self._checked_scalar(plan, node, bound.plan)
         value = col(bound.plan.schema.fields[0].name)
         return joined, value
+
+    def _checked_scalar(self, plan: LogicalPlan, node: exp.Subquery, rows: LogicalPlan) -> tuple[LogicalPlan, exp.Expr]:
+        """A scalar subquery that may return several rows: ``plan × π_{CASE WHEN n > 1 THEN
+        raise_error ELSE v END}(γ_{n := count(*), v := max(x)}(q))``. The scalar aggregate is one
+        row; with at most one row in q, ``max`` is that row's value (NULL for none), and with
+        more the plan fails as Spark does, naming the subquery's position."""
+        (source,) = rows.schema.fields
+        count = self._fresh("rows", "bigint", False)
+        first = self._fresh(source.name, source.type)
+        grouped = Aggregate(rows, (), (
+            AggregateCall(count, exp.Count(this=exp.Star())), AggregateCall(first, exp.Max(this=col(source.name)))))
+        line, column = self._opening(node)
+        where = f" (line {line}, column {column})" if line is not None else ""
+        failure = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(f"{SCALAR_ROWS_MESSAGE}{where}")])
+        checked = self._fresh(source.name, source.type)
+        value = exp.Case(ifs=[exp.If(this=exp.GT(this=col(count.name), expression=exp.Literal.number(1)), true=failure)],
+                         default=col(first.name))
+        return Join(JoinKind.CROSS, plan, Project(grouped, (Projection(checked, value),)), None), col(checked.name)
+
+    def _opening(self, node: exp.Subquery) -> tuple[int | None, int | None]:
+        """Where the subquery's parenthesis opens, as Spark points at it; else where it starts."""
+        sql = self.binder.sql
+        starts = [n.meta["start"] for n in node.walk() if isinstance(n.meta.get("start"), int)]
+        if starts:
+            paren = sql.rfind("(", 0, min(starts))
+            if paren >= 0 and re.fullmatch(r"[\s\w]*", sql[paren + 1 : min(starts)]):
+                return offset_to_line_col(sql, paren)
+        return position_of(node, sql)
 
     def _correlated_scalar(
         self, plan: LogicalPlan, node: exp.Subquery, query: exp.Select, scope: Scope
     ) -> tuple[LogicalPlan, exp.Expr]:
         binder = self.binder
         body, correlation, body_scope = self._correlated_body(query, scope, plan)
-        inner_columns = set(body.schema.names)
-        outer_keys: list[exp.Expr] = []
-        inner_keys: list[exp.Expr] = []
-        for predicate in correlation:
-            sides = (predicate.this, predicate.expression) if isinstance(predicate, exp.EQ) else ()
-            inner = [s for s in sides if columns_in(s) and columns_in(s) <= inner_columns]
-            outer = [s for s in sides if columns_in(s) and not columns_in(s) & inner_columns]
-            if len(inner) != 1 or len(outer) != 1:
-                raise self._unsupported("correlated scalar subquery with a correlation that is not an equality", node)
-            inner_keys.append(inner[0])
-            outer_keys.append(outer[0])
+        keyed = self._keyed(plan, body, correlation)
+        inner_keys, outer_keys = list(keyed.keys), list(keyed.outer)
 
         item = query.expressions[0]
         value_ast = item.unalias() if isinstance(item, exp.Alias) else item
         calls = aggregates_in(value_ast)
-        aggregate, rewrite = binder.bind_aggregate(body, body_scope, inner_keys, calls)
+        aggregate, rewrite = binder.bind_aggregate(keyed.body, body_scope, inner_keys, calls)
         key_names = list(aggregate.keys)  # type: ignore[attr-defined]
         key_of = {k: key_names[i] for i, k in enumerate(dict.fromkeys(inner_keys))}
 
@@ -329,8 +578,9 @@ class SubqueryPlanner:
             projections.append(Projection(marker, exp.true()))
         grouped = Project(aggregate, tuple(projections))
 
+        equal = exp.NullSafeEQ if keyed.null_safe else exp.EQ
         condition = conjoin(
-            exp.EQ(this=outer.copy(), expression=col(key_of[inner])) for outer, inner in zip(outer_keys, inner_keys)
+            equal(this=outer.copy(), expression=col(key_of[inner])) for outer, inner in zip(outer_keys, inner_keys)
         )
         joined = Join(JoinKind.LEFT, plan, grouped, condition)
         value: exp.Expr = col(value_field.name)
