@@ -94,13 +94,18 @@ def tpch_check(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
 @click.option("--scale", default=0.01, show_default=True, type=float, help="TPC-DS scale factor.")
 @click.option("--workdir", default=".tempura", show_default=True, type=click.Path(file_okay=False))
 @click.option("--query", "queries", multiple=True, help="Run only these queries (q01 … q99).")
+@click.option("--no-analyze", is_flag=True,
+              help="Plan without statistics (file-size defaults) instead of analyzing the tables first.")
+@click.option("--timeout", default=None, type=click.FloatRange(min=1.0),
+              help="Seconds each run of a query may take (default: 120).")
 @user_errors
-def tpcds_check(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
+def tpcds_check(scale: float, workdir: str, queries: tuple[str, ...], no_analyze: bool, timeout: float | None) -> None:
     """Generate TPC-DS data, run the 99 queries through tempura's plans and compare with Spark:
     each is equal, refused, wrong or an error; writes a JSON report."""
     from benchmarks import tpcds_check as job
 
-    failures = job.main(scale, workdir, job.query_names(queries))
+    failures = job.main(scale, workdir, job.query_names(queries), timeout=timeout or job.TIMEOUT_SECONDS,
+                        analyze=not no_analyze)
     sys.exit(1 if failures else 0)
 
 
