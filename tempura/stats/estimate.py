@@ -32,6 +32,7 @@ The formulas, by operator (seeds: Spark ``002``, Hive ``001``, Beam ``000``):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from statistics import NormalDist
 from typing import Callable, Iterable, Mapping
@@ -60,6 +61,7 @@ from tempura.algebra import (
     conjuncts,
 )
 from tempura.algebra.schema import Field
+from tempura.stats.bounds import row_bound
 from tempura.stats.model import ORDERABLE, ColumnStats, Histogram, HistogramBin, TableStats, kind_of, step_of
 from tempura.stats.relation import (
     ROW_OVERHEAD,
@@ -70,6 +72,7 @@ from tempura.stats.relation import (
     restrict_fds,
     fraction_below,
     scale_column,
+    stale_note,
     uniform_histogram,
 )
 from tempura.stats.selectivity import FilterEstimator, backoff, column_ref, domain_of, expression_key
@@ -111,7 +114,18 @@ class Estimator:
         return self.estimate(plan)
 
     def derive(self, plan: LogicalPlan, inputs: list[RelStats]) -> RelStats:
-        """Statistics of one operator's output from its inputs' statistics."""
+        """Statistics of one operator's output from its inputs' statistics, with the bound on
+        its rows that holds whatever the estimate assumed (:mod:`tempura.stats.bounds`)."""
+        stats = self.derive_estimate(plan, inputs)
+        table = self.tables(plan.table) if isinstance(plan, Scan) else None
+        pairs: list[tuple[str, str]] = []
+        if isinstance(plan, Join):
+            pairs, _, _ = split_join_condition(plan.condition, set(plan.left.schema.names), set(plan.right.schema.names))
+        bound = row_bound(plan, inputs, table, pairs)
+        return stats if bound == stats.max_rows else dataclasses.replace(stats, max_rows=bound)
+
+    def derive_estimate(self, plan: LogicalPlan, inputs: list[RelStats]) -> RelStats:
+        """The estimate alone of one operator's output (its ``max_rows`` not yet derived)."""
         if isinstance(plan, Scan):
             return self._scan(plan)
         if isinstance(plan, Values):
@@ -155,7 +169,7 @@ class Estimator:
             basis = "guessed from file size" if table.file_bytes > 0 else "assumed (file size unknown)"
             notes = (f"no statistics for table {plan.table}: {table.rows:.0f} rows {basis}",)
         elif table.stale:
-            notes = (f"statistics for table {plan.table} are stale (its files changed): scaled to the file size",)
+            notes = (stale_note(plan.table),)
         measured = [f for f in plan.schema if columns[f.name].avg_len is not None or table.is_default]
         size = row_size(plan.schema, columns)
         if not measured and table.rows > 0:
