@@ -97,13 +97,13 @@ BROADCAST_FAILURES = (
 )
 
 
-def is_broadcast_failure(error: BaseException) -> bool:
+def is_broadcast_failure(error: Exception) -> bool:
     """Whether ``error`` (a Spark error, with its JVM trace) is a broadcast that failed at run time."""
     text = f"{type(error).__name__}: {error}"
     return any(marker in text for marker in BROADCAST_FAILURES)
 
 
-def broadcast_failure_line(error: BaseException) -> str:
+def broadcast_failure_line(error: Exception) -> str:
     """The line of ``error`` that names the broadcast failure (else its first line)."""
     for line in str(error).splitlines():
         if any(marker in line for marker in BROADCAST_FAILURES):

@@ -308,6 +308,11 @@ class Estimator:
         if v_left is None or v_right is None:
             # No distinct counts: assume the side with fewer rows is the key side.
             notes = merge_notes(notes, [f"no distinct counts for join keys {', '.join(left_keys + right_keys)}"])
+            if v_left is None and v_right is None:
+                # Then the other side's foreign key holds at most as many values: each of its
+                # rows finds one partner (not one row in all, as distinct counts of the rows
+                # would say).
+                v_left = v_right = min(left.rows, right.rows)
             v_left = v_left if v_left is not None else left.rows
             v_right = v_right if v_right is not None else right.rows
         # Only keys inside both sides' ranges can match: restrict each side to the overlap.
