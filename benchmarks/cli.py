@@ -97,8 +97,13 @@ def tpch_check(scale: float, workdir: str, queries: tuple[str, ...]) -> None:
 @click.option("--standing", is_flag=True, default=False,
               help="Plan each query as a standing query (facts arriving by date over 4 time points) under every "
                    "method and compare every delivered time point with Spark.")
+@click.option("--no-analyze", is_flag=True,
+              help="Plan without statistics (file-size defaults) instead of analyzing the tables first.")
+@click.option("--timeout", default=None, type=click.FloatRange(min=1.0),
+              help="Seconds each run of a query may take (default: 120).")
 @user_errors
-def tpcds_check(scale: float, workdir: str, queries: tuple[str, ...], standing: bool) -> None:
+def tpcds_check(scale: float, workdir: str, queries: tuple[str, ...], standing: bool, no_analyze: bool,
+                timeout: float | None) -> None:
     """Generate TPC-DS data, run the 99 queries through tempura's plans and compare with Spark:
     each is equal, refused, wrong or an error; writes a JSON report."""
     from benchmarks import tpcds_check as job
@@ -106,9 +111,10 @@ def tpcds_check(scale: float, workdir: str, queries: tuple[str, ...], standing: 
     if standing:
         from benchmarks import tpcds_standing
 
-        failures = tpcds_standing.main(scale, workdir, job.query_names(queries))
+        failures = tpcds_standing.main(scale, workdir, job.query_names(queries), analyze=not no_analyze)
     else:
-        failures = job.main(scale, workdir, job.query_names(queries))
+        failures = job.main(scale, workdir, job.query_names(queries), timeout=timeout or job.TIMEOUT_SECONDS,
+                            analyze=not no_analyze)
     sys.exit(1 if failures else 0)
 
 

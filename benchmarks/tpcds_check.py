@@ -14,7 +14,10 @@ and sorts every query into one of four outcomes:
   or a run longer than the time limit (its Spark jobs are cancelled).
 
 It prints a line ``N equal, N refused, N wrong, N error; N non-empty results`` (queries whose
-Spark result has rows) and writes the per-query outcomes, messages and row counts as JSON.
+Spark result has rows) and writes the per-query outcomes, messages and row counts as JSON. A
+query whose pinned broadcast failed in Spark and that ran again without it
+(:func:`tempura.runtime.run_with_fallback`) gets a warning line and its ``fallback`` in the JSON.
+With ``--no-analyze`` the tables are planned on file-size defaults (no ``tempura analyze``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from sqlglot import exp
 from tempura import tpcds
 from tempura.api import Session
 from tempura.errors import TempuraError, UnsupportedQuery
-from tempura.runtime import compare_results, execute, get_spark
+from tempura.runtime import compare_results, get_spark, run_with_fallback
 from tempura.runtime.executor import SparkPlanning
 
 if TYPE_CHECKING:
@@ -60,6 +63,7 @@ class QueryOutcome:
     spark_seconds: float = 0.0
     tempura_seconds: float = 0.0
     optimization_seconds: float = 0.0
+    fallback: str = ""  # a pinned broadcast failed in Spark and the plan ran again without it
 
 
 def query_names(queries: tuple[str, ...] | list[str]) -> list[str] | None:
@@ -152,7 +156,8 @@ def check_query(session: Session, name: str, timeout: float = TIMEOUT_SECONDS,
     started = time.perf_counter()
     try:
         planned = session.optimize(text)
-        actual = collect_within(execute(planned.query, spark, planned.hints), timeout, f"tpcds-check {name} tempura")
+        actual, fallback = run_with_fallback(planned.query, spark, planned.hints,
+                                             lambda frame: collect_within(frame, timeout, f"tpcds-check {name} tempura"))
     except TempuraError as error:
         status = "refused" if is_refusal(error) else "error"
         message = first_line(error) if status == "refused" else f"{type(error).__name__}: {first_line(error)}"
@@ -163,7 +168,8 @@ def check_query(session: Session, name: str, timeout: float = TIMEOUT_SECONDS,
     tempura_seconds = time.perf_counter() - started
     outcome = compare_results(expected, actual, planned.query.ordered, planned.query.order_keys)
     return QueryOutcome(name, "equal" if outcome.equal else "wrong", outcome.reason, len(expected), len(actual),
-                        spark_seconds, tempura_seconds, planned.report.seconds)
+                        spark_seconds, tempura_seconds, planned.report.seconds,
+                        fallback.message if fallback is not None else "")
 
 
 def run_tpcds(session: Session, names: list[str], console: Console | None = None,
@@ -180,6 +186,9 @@ def run_tpcds(session: Session, names: list[str], console: Console | None = None
                 outcomes.append(outcome)
                 progress.console.print(f"{name} {outcome.status} ({rows_text(outcome)} rows) {outcome.message}".rstrip(),
                                        markup=False, highlight=False, soft_wrap=True)
+                if outcome.fallback:
+                    progress.console.print(f"{name} warning: {outcome.fallback}", markup=False, highlight=False,
+                                           soft_wrap=True)
                 progress.advance(task)
     finally:
         restore_settings(session.spark, spark_own)
@@ -204,7 +213,8 @@ def report(outcomes: list[QueryOutcome], scale: float) -> dict[str, Any]:
     counts = {status: sum(o.status == status for o in outcomes) for status in STATUSES}
     return {
         "scale": scale,
-        "summary": {**counts, "non_empty": sum(bool(o.spark_rows) for o in outcomes), "queries": len(outcomes)},
+        "summary": {**counts, "non_empty": sum(bool(o.spark_rows) for o in outcomes), "queries": len(outcomes),
+                    "fallbacks": sum(bool(o.fallback) for o in outcomes)},
         "queries": [asdict(o) for o in outcomes],
     }
 
@@ -225,8 +235,9 @@ def outcome_table(outcomes: list[QueryOutcome], title: str) -> Table:
 
 
 def main(scale: float = 0.01, workdir: str | Path = ".tempura", queries: list[str] | None = None,
-         timeout: float = TIMEOUT_SECONDS) -> int:
-    """Run the check; returns the number of queries that are wrong or failed with an error."""
+         timeout: float = TIMEOUT_SECONDS, analyze: bool = True) -> int:
+    """Run the check; returns the number of queries that are wrong or failed with an error.
+    Without ``analyze``, tables without stored statistics are planned on file-size defaults."""
     console = Console()
     data_dir = Path(workdir) / "data" / f"tpcds-sf{scale:g}"
     with console.status(f"TPC-DS scale {scale:g}: generating data in {data_dir}"):
@@ -236,7 +247,7 @@ def main(scale: float = 0.01, workdir: str | Path = ".tempura", queries: list[st
         session = Session(catalog_path, spark=get_spark(), workdir=check_dir)
     names = queries or tpcds.query_names()
     missing = [t for t in tables_read(names) if (s := session.stats.lookup(t)).source == "default" or s.stale]
-    if missing:
+    if missing and analyze:
         with console.status(f"TPC-DS scale {scale:g}: collecting statistics of {len(missing)} tables"):
             session.analyze(missing)
     outcomes = run_tpcds(session, names, console, timeout)

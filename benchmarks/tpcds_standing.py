@@ -176,7 +176,8 @@ def summary_line(outcomes: list[StandingOutcome]) -> str:
     return ", ".join(f"{counts[s]} {s}" for s in STATUSES) + f"; {non_empty} non-empty results"
 
 
-def main(scale: float = 0.01, workdir: str | Path = ".tempura", queries: list[str] | None = None) -> int:
+def main(scale: float = 0.01, workdir: str | Path = ".tempura", queries: list[str] | None = None,
+         analyze: bool = True) -> int:
     """Run the standing check; returns the number of queries that are wrong or failed."""
     console = Console()
     data_dir = Path(workdir) / "data" / f"tpcds-sf{scale:g}"
@@ -187,7 +188,7 @@ def main(scale: float = 0.01, workdir: str | Path = ".tempura", queries: list[st
         session = Session(catalog_path, spark=get_spark(), workdir=check_dir)
     names = queries or tpcds.query_names()
     missing = [t for t in tables_read(names) if (s := session.stats.lookup(t)).source == "default" or s.stale]
-    if missing:
+    if missing and analyze:
         with console.status(f"TPC-DS scale {scale:g}: collecting statistics of {len(missing)} tables"):
             session.analyze(missing)
     outcomes = []

@@ -94,19 +94,30 @@ def query(catalog: str, dialect: str, sql: str, out: str | None, fmt: str, limit
 
     from tempura.api import Session
 
-    session = Session(catalog, dialect=dialect)
-    frame = session.sql(_read_sql(sql))
-    if out:
-        from tempura.runtime.outputs import write_output
+    from tempura.runtime import run_with_fallback
+    from tempura.runtime.outputs import write_output
 
-        write_output(frame, out, fmt)
+    session = Session(catalog, dialect=dialect)
+    planned = session.optimize(_read_sql(sql))
+    if out:
+        _, fallback = run_with_fallback(planned.query, session.spark, planned.hints,
+                                        lambda frame: write_output(frame, out, fmt), session.spark_planning)
+        if fallback is not None:
+            click.echo(f"warning: {fallback.message}", err=True)
         click.echo(f"wrote {out} ({fmt})")
         return
-    from tempura.runtime.executor import collect_rows
+    from tempura.runtime.executor import plan_failure, spark_errors
 
-    rows = collect_rows(frame, limit + 1)
+    try:
+        (columns, rows), fallback = run_with_fallback(planned.query, session.spark, planned.hints,
+                                                      lambda frame: (frame.columns, frame.limit(limit + 1).collect()),
+                                                      session.spark_planning)
+    except spark_errors() as error:
+        raise plan_failure(error) from None
+    if fallback is not None:
+        click.echo(f"warning: {fallback.message}", err=True)
     table = Table()
-    for name in frame.columns:
+    for name in columns:
         table.add_column(name)
     for row in rows[:limit]:
         table.add_row(*["NULL" if v is None else str(v) for v in row])

@@ -2,7 +2,8 @@
 
 Until the memo picks physical operators, each logical operator is costed with the algorithm
 Spark's planner would choose for it: a broadcast hash join when one side of an equi-join is under
-the broadcast threshold (the smaller side builds), a sort-merge join otherwise, a broadcast
+the broadcast threshold by estimate and by its upper bound (Spark sizes a join by the product of
+its sides, never by a guess below it; the smaller side builds), a sort-merge join otherwise, a broadcast
 nested-loop join without equi-keys; hash aggregation with a partial/final split; a range
 exchange and sort for a global ``ORDER BY``, and a top-k for ``ORDER BY … LIMIT``.
 
@@ -124,9 +125,9 @@ class PlanCost:
         can_build_right = plan.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI)
         can_build_left = plan.kind in (JoinKind.INNER, JoinKind.RIGHT)
         options = []
-        if can_build_right and right.bytes <= threshold:
+        if can_build_right and max(right.bytes, right.max_bytes) <= threshold:
             options.append((right.bytes, "BroadcastHashJoin(build=right)", c.broadcast_hash_join(right, left, out)))
-        if can_build_left and left.bytes <= threshold:
+        if can_build_left and max(left.bytes, left.max_bytes) <= threshold:
             options.append((left.bytes, "BroadcastHashJoin(build=left)", c.broadcast_hash_join(left, right, out)))
         if options:
             _, name, cost = min(options, key=lambda o: o[0])

@@ -12,6 +12,8 @@ ordinary operators they lower to, so a consolidation is costed as the aggregate 
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Callable
 
 from tempura.algebra import Filter, LogicalPlan, Repeat
@@ -41,7 +43,7 @@ class TvrEstimator:
         if isinstance(plan, TvrOperator):
             return self._lowered(plan, inputs)
         if isinstance(plan, Repeat):  # counts of consolidated snapshots: about one copy per row
-            return inputs[0]
+            return dataclasses.replace(inputs[0], max_rows=math.inf)  # but the counts are unbounded
         return self.estimator.derive(plan, inputs)
 
     def _source(self, plan: SourceRead) -> RelStats:
@@ -64,7 +66,10 @@ class TvrEstimator:
         if plan.delta:
             columns[MULT] = blank_column(MULT_FIELD)
             size += 8.0
-        return RelStats(rows, size, columns, base.fds if not plan.delta else {}, base.notes)
+        # A read holds at most the source's rows; a delta at most two per row (an update's
+        # retraction and insertion).
+        bound = base.max_rows * (2.0 if plan.delta else 1.0)
+        return RelStats(rows, size, columns, base.fds if not plan.delta else {}, base.notes, bound)
 
     def _lowered(self, plan: TvrOperator, inputs: list[RelStats]) -> RelStats:
         by_ref = {ref: stats for ref, stats in zip(plan.inputs, inputs)}

@@ -1,6 +1,13 @@
 """Running planned queries on Spark: the plan goes to Spark as the SQL the back end prints, with
 tempura's join order and a join-strategy hint on every join.
 
+A pinned broadcast rests on tempura's bound of the build side's size, but a bound read from file
+sizes can still be wrong (a column that compresses a hundredfold). :func:`run_with_fallback`
+runs an action on the plan and, when Spark fails to build or send a broadcast (out of memory,
+over its size limit, over ``spark.sql.broadcastTimeout``), runs it once more without tempura's
+broadcast hints — Spark then picks those joins' algorithms by its own sizes, as ``spark.sql``
+would — and returns a :class:`BroadcastFallback` saying so.
+
 Spark would otherwise re-plan what tempura costed: its cost-based join reordering and a few
 rule-based rewrites (``ReorderJoin``, the semi/anti join pushdowns) move joins, and adaptive
 execution can switch join algorithms and coalesce partitions at run time.
@@ -13,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from tempura.algebra import LogicalPlan, Query
 from tempura.errors import ExecutionError
@@ -108,5 +115,82 @@ def collect_rows(frame: DataFrame, limit: int | None = None) -> list[Any]:
     try:
         return (frame if limit is None else frame.limit(limit)).collect()
     except spark_errors() as error:
-        raised = raised_by_plan(error)
-        raise ExecutionError(raised or f"Spark failed running the plan: {spark_error_message(error)}") from None
+        raise plan_failure(error) from None
+
+
+def plan_failure(error: Exception) -> ExecutionError:
+    """A failure of Spark computing a plan as one line: the plan's own checks' message as it is
+    (a scalar subquery of several rows), else Spark's first line."""
+    raised = raised_by_plan(error)
+    return ExecutionError(raised or f"Spark failed running the plan: {spark_error_message(error)}")
+
+
+T = TypeVar("T")
+
+Hints = Mapping[LogicalPlan, tuple[str, str]]
+
+# What Spark says when a broadcast cannot be built or sent (BroadcastExchangeExec's errors).
+BROADCAST_FAILURES = (
+    "Not enough memory to build and broadcast",
+    "Cannot broadcast the table",
+    "Could not execute broadcast in",
+    "spark.sql.broadcastTimeout",
+    "SparkOutOfMemoryError",
+)
+
+
+def is_broadcast_failure(error: Exception) -> bool:
+    """Whether ``error`` (a Spark error, with its JVM trace) is a broadcast that failed at run time."""
+    text = f"{type(error).__name__}: {error}"
+    return any(marker in text for marker in BROADCAST_FAILURES)
+
+
+def broadcast_failure_line(error: Exception) -> str:
+    """The line of ``error`` that names the broadcast failure (else its first line)."""
+    for line in str(error).splitlines():
+        if any(marker in line for marker in BROADCAST_FAILURES):
+            return line.strip().removeprefix(": ")
+    return spark_error_message(error)
+
+
+def without_broadcasts(hints: Hints | None) -> dict[LogicalPlan, tuple[str, str]]:
+    """``hints`` without the broadcast ones (the joins they pinned are left to Spark)."""
+    return {plan: hint for plan, hint in (hints or {}).items() if hint[0] != "BROADCAST"}
+
+
+@dataclass(frozen=True)
+class BroadcastFallback:
+    """A run whose pinned broadcasts failed in Spark and that ran again without them."""
+
+    dropped: int
+    error: str
+
+    @property
+    def message(self) -> str:
+        return (f"a broadcast tempura pinned failed in Spark ({self.error}); ran the query again without "
+                f"its {self.dropped} broadcast hint{'s' if self.dropped != 1 else ''}")
+
+    def to_json(self) -> dict[str, object]:
+        return {"dropped_broadcast_hints": self.dropped, "error": self.error}
+
+
+def run_with_fallback(
+    query: Query,
+    spark: SparkSession,
+    hints: Hints | None,
+    action: Callable[[DataFrame], T],
+    planning: SparkPlanning | None = None,
+) -> tuple[T, BroadcastFallback | None]:
+    """``action`` on the DataFrame of ``query`` under tempura's plan; if a pinned broadcast fails
+    at run time, ``action`` again on the plan without broadcast hints, and the fallback (for the
+    caller to show and record). Any other error, or one of a plan without broadcast hints,
+    propagates."""
+    frame = execute(query, spark, hints, planning)
+    dropped = len(hints or {}) - len(without_broadcasts(hints))
+    try:
+        return action(frame), None
+    except Exception as error:
+        if dropped == 0 or not is_broadcast_failure(error):
+            raise
+        fallback = BroadcastFallback(dropped, broadcast_failure_line(error))
+    return action(execute(query, spark, without_broadcasts(hints), planning)), fallback

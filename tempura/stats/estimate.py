@@ -33,6 +33,7 @@ The formulas, by operator (seeds: Spark ``002``, Hive ``001``, Beam ``000``):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from statistics import NormalDist
 from typing import Callable, Iterable, Mapping
@@ -62,6 +63,7 @@ from tempura.algebra import (
     conjuncts,
 )
 from tempura.algebra.schema import Field
+from tempura.stats.bounds import row_bound
 from tempura.stats.model import ORDERABLE, ColumnStats, Histogram, HistogramBin, TableStats, kind_of, step_of
 from tempura.stats.relation import (
     ROW_OVERHEAD,
@@ -72,6 +74,7 @@ from tempura.stats.relation import (
     restrict_fds,
     fraction_below,
     scale_column,
+    stale_note,
     uniform_histogram,
 )
 from tempura.stats.selectivity import FilterEstimator, backoff, column_ref, domain_of, expression_key
@@ -113,7 +116,18 @@ class Estimator:
         return self.estimate(plan)
 
     def derive(self, plan: LogicalPlan, inputs: list[RelStats]) -> RelStats:
-        """Statistics of one operator's output from its inputs' statistics."""
+        """Statistics of one operator's output from its inputs' statistics, with the bound on
+        its rows that holds whatever the estimate assumed (:mod:`tempura.stats.bounds`)."""
+        stats = self.derive_estimate(plan, inputs)
+        table = self.tables(plan.table) if isinstance(plan, Scan) else None
+        pairs: list[tuple[str, str]] = []
+        if isinstance(plan, Join):
+            pairs, _, _ = split_join_condition(plan.condition, set(plan.left.schema.names), set(plan.right.schema.names))
+        bound = row_bound(plan, inputs, table, pairs)
+        return stats if bound == stats.max_rows else dataclasses.replace(stats, max_rows=bound)
+
+    def derive_estimate(self, plan: LogicalPlan, inputs: list[RelStats]) -> RelStats:
+        """The estimate alone of one operator's output (its ``max_rows`` not yet derived)."""
         if isinstance(plan, Scan):
             return self._scan(plan)
         if isinstance(plan, Values):
@@ -159,7 +173,7 @@ class Estimator:
             basis = "guessed from file size" if table.file_bytes > 0 else "assumed (file size unknown)"
             notes = (f"no statistics for table {plan.table}: {table.rows:.0f} rows {basis}",)
         elif table.stale:
-            notes = (f"statistics for table {plan.table} are stale (its files changed): scaled to the file size",)
+            notes = (stale_note(plan.table),)
         measured = [f for f in plan.schema if columns[f.name].avg_len is not None or table.is_default]
         size = row_size(plan.schema, columns)
         if not measured and table.rows > 0:
@@ -298,6 +312,11 @@ class Estimator:
         if v_left is None or v_right is None:
             # No distinct counts: assume the side with fewer rows is the key side.
             notes = merge_notes(notes, [f"no distinct counts for join keys {', '.join(left_keys + right_keys)}"])
+            if v_left is None and v_right is None:
+                # Then the other side's foreign key holds at most as many values: each of its
+                # rows finds one partner (not one row in all, as distinct counts of the rows
+                # would say).
+                v_left = v_right = min(left.rows, right.rows)
             v_left = v_left if v_left is not None else left.rows
             v_right = v_right if v_right is not None else right.rows
         # Only keys inside both sides' ranges can match: restrict each side to the overlap.

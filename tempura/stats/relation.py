@@ -161,6 +161,11 @@ class RelStats:
     ``fds`` maps a column to the columns it functionally determines (single-column
     determinants only): a unique key determines its table's columns, and an equi-join makes
     its two key columns determine each other.
+
+    ``max_rows`` is an upper bound on the rows, proven rather than estimated
+    (:mod:`tempura.stats.bounds`): it holds however wrong the estimate's assumptions are.
+    Infinite when nothing bounds the relation (a join of two tables on a key neither side is
+    known to be unique on).
     """
 
     rows: float
@@ -168,10 +173,22 @@ class RelStats:
     columns: Mapping[str, ColumnStats]
     fds: Mapping[str, frozenset[str]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    max_rows: float = math.inf
 
     @property
     def bytes(self) -> float:
         return self.rows * self.row_size
+
+    @property
+    def max_bytes(self) -> float:
+        """An upper bound on the size (the bound on rows at the estimated row size)."""
+        return math.inf if math.isinf(self.max_rows) else max(self.max_rows, self.rows) * self.row_size
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """The notes that say the estimate rests on defaults (no statistics for a table, a
+        default selectivity), not on measurements."""
+        return tuple(n for n in self.notes if not is_stale_note(n))
 
     def column(self, name: str) -> ColumnStats | None:
         return self.columns.get(name)
@@ -193,6 +210,18 @@ class RelStats:
                     seen.add(dependent)
                     todo.append(dependent)
         return seen
+
+
+STALE_NOTE = "are stale (its files changed): scaled to the file size"
+
+
+def stale_note(table: str) -> str:
+    """The note on a table whose statistics describe older files (measured, then scaled)."""
+    return f"statistics for table {table} {STALE_NOTE}"
+
+
+def is_stale_note(note: str) -> bool:
+    return note.endswith(STALE_NOTE)
 
 
 def merge_notes(*groups: Iterable[str]) -> tuple[str, ...]:

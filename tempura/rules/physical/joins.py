@@ -11,10 +11,15 @@ shuffled hash join            inner, left, semi, anti                 inner, rig
 broadcast nested-loop join    inner, cross, left, semi, anti, full    inner, cross, right, full
 ============================  ======================================  =========================
 
-Sort-merge join takes every kind with equi-keys. A broadcast is allowed only when the build
-side's estimated size is under the broadcast threshold (Spark's 10 MB default,
-``broadcast_threshold`` in the cost constants). Joins without equi-keys — including the
-null-aware ``NOT IN`` anti join — run as broadcast nested-loop joins.
+Sort-merge join takes every kind with equi-keys. A broadcast hash join is allowed only when the
+build side's size is under the broadcast threshold (Spark's 10 MB default,
+``broadcast_threshold`` in the cost constants) both as estimated and as bounded from above
+(``RelStats.max_bytes``, :mod:`tempura.stats.bounds`): a broadcast that turns out larger than
+the driver's memory fails the query, while a shuffled join that was not needed only costs
+time, so an estimate that rests on defaults never pins one. Joins without equi-keys —
+including the null-aware ``NOT IN`` anti join — run as broadcast nested-loop joins; when the
+build side has no bound under the threshold, that join carries no hint, and Spark chooses the
+side (or a cartesian product) by its own sizes.
 
 Which side builds is the search's choice, by cost. Spark's own planner picks by the nominal
 cost ``0.7·rows + 0.3·size`` of its seed paper (or simply the smaller side); tempura's costs see
@@ -116,7 +121,7 @@ def implement_join(
     out_cols = set(group.schema.names)
 
     def alt(name: str, rule: Implementation, children: tuple[tuple[int, Props], ...], own: Cost,
-            deliver: Callable[[list[Props]], Props], hint: str, details: str, passthrough: tuple[int, ...] = ()) -> None:
+            deliver: Callable[[list[Props]], Props], hint: str | None, details: str, passthrough: tuple[int, ...] = ()) -> None:
         text = f"{shape.text}{(' ' + details) if details else ''}"
         alternatives.append(
             Alternative(name, text, children, own.with_rows(out.rows), deliver, join, hint, rule.name, passthrough=passthrough)
@@ -130,11 +135,11 @@ def implement_join(
 
     if pairs and not null_aware:
         if enabled(BROADCAST_HASH_JOIN):
-            if kind in BUILD_RIGHT and right.bytes <= k.broadcast_threshold:
+            if kind in BUILD_RIGHT and broadcastable(right, k.broadcast_threshold):
                 alt("BroadcastHashJoin", BROADCAST_HASH_JOIN,
                     ((left_g.id, passable(required, left_cols)), (right_g.id, Props(BROADCASTED))),
                     costs.hash_join(right, left, out) + building(right), stream(0), "BROADCAST:right", "build=right", (0,))
-            if kind in BUILD_LEFT and left.bytes <= k.broadcast_threshold:
+            if kind in BUILD_LEFT and broadcastable(left, k.broadcast_threshold):
                 alt("BroadcastHashJoin", BROADCAST_HASH_JOIN,
                     ((left_g.id, Props(BROADCASTED)), (right_g.id, passable(required, right_cols))),
                     costs.hash_join(left, right, out), stream(1), "BROADCAST:left", "build=left", (1,))
@@ -164,14 +169,25 @@ def implement_join(
     if enabled(NESTED_LOOP_JOIN):
         compare = Cost(cpu=k.cpu * left.rows * right.rows)
         if kind in LOOP_RIGHT:
+            pinned = broadcastable(right, k.broadcast_threshold)
             alt("BroadcastNestedLoopJoin", NESTED_LOOP_JOIN,
                 ((left_g.id, passable(required, left_cols)), (right_g.id, Props(BROADCASTED))),
-                compare, stream(0), "BROADCAST:right", "build=right", (0,))
+                compare, stream(0), "BROADCAST:right" if pinned else None, "build=right" if pinned else UNPINNED, (0,))
         if kind in LOOP_LEFT:
+            pinned = broadcastable(left, k.broadcast_threshold)
             alt("BroadcastNestedLoopJoin", NESTED_LOOP_JOIN,
                 ((left_g.id, Props(BROADCASTED)), (right_g.id, passable(required, right_cols))),
-                compare, stream(1), "BROADCAST:left", "build=left", (1,))
+                compare, stream(1), "BROADCAST:left" if pinned else None, "build=left" if pinned else UNPINNED, (1,))
     return alternatives
+
+
+UNPINNED = "unpinned (build side has no size bound: Spark chooses)"
+
+
+def broadcastable(build: RelStats, threshold: float) -> bool:
+    """Whether ``build`` may be pinned as a broadcast: its estimated size and the upper bound on
+    its size are both under ``threshold``."""
+    return build.bytes <= threshold and build.max_bytes <= threshold
 
 
 def _co_partitioned(kind: JoinKind, lkeys: tuple[str, ...], rkeys: tuple[str, ...], out_cols: set[str]) -> Distribution:
