@@ -36,14 +36,15 @@ builds those directly. Each rewrite below is exact under SQL's three-valued logi
   outer row at most once, so no row is repeated, and ``m`` is set exactly when some row of q
   satisfies the correlation (keyed as above). EXISTS is two-valued, and so is the mark.
 - ``x IN (SELECT y …)`` there ⇒ the EXISTS mark of ``x = y ∧ c`` (TRUE exactly when IN is
-  TRUE), and where a NULL could be told from FALSE, also ``γ_{keys; n := count(*), v :=
-  count(y)}`` of q per correlation key: IN is FALSE when ``n`` is 0 or missing (q is empty for
-  the row), else NULL when ``x`` is NULL or ``n > v`` (a NULL among q's values), else FALSE —
-  SQL's three-valued IN. Where the IN sits under AND, OR and parentheses only of a WHERE/HAVING
-  condition, NULL is read as FALSE and the mark alone is used: AND and OR are monotone, and a
-  condition TRUE with NULL at a place is TRUE with FALSE there and conversely (``_is_positive``),
-  so the same rows pass. Spark 4.3 reads NULL as FALSE also where it is observable (the select
-  list, CASE, ``IS NULL``: SPARK-58442); tempura keeps SQL's NULL there.
+  TRUE), as Spark evaluates it: Spark first moves NOTs through AND and OR down to the predicate,
+  then reads an unknown ``x IN (q)`` or ``x NOT IN (q)`` as FALSE, in a filter and in the select
+  list alike (``x IN (q)`` in a select list is never NULL in Spark, though SQL's would be). So an
+  IN under an even number of such NOTs is the mark alone; under an odd number, its unknown case
+  is TRUE (the NOTs turn it FALSE), told apart with ``γ_{keys; n := count(*), v := count(y)}`` of
+  q per correlation key: IN is FALSE when ``n`` is 0 or missing (q is empty for the row), else
+  unknown when ``x`` is NULL or ``n > v`` (a NULL among q's values), else FALSE. Where the IN
+  sits under AND, OR and NOT only of a WHERE/HAVING condition, this keeps exactly the rows SQL's
+  three-valued IN keeps (unknown reaches the condition as a value that is not TRUE either way).
 
 Constructs outside these shapes raise :class:`UnsupportedQuery` with their position.
 """
@@ -210,16 +211,15 @@ def _equality_sides(predicate: exp.Expr, inner_columns: set[str]) -> tuple[exp.E
     return inner[0], outer[0]
 
 
-def _is_positive(node: exp.Expr, root: exp.Expr) -> bool:
-    """Whether ``node`` sits in ``root`` under AND, OR and parentheses only: there, a NULL may be
-    read as FALSE without changing whether ``root`` is TRUE (Kleene AND and OR are monotone, and a
-    value TRUE with NULL in a place stays TRUE for any value there)."""
+def _negations(node: exp.Expr) -> int:
+    """How many NOTs lie between ``node`` and the nearest ancestor that is not a NOT, AND, OR or
+    parentheses: those Spark moves down to ``node`` before it evaluates it."""
+    count = 0
     parent = node.parent
-    while node is not root and parent is not None:
-        if not isinstance(parent, (exp.And, exp.Or, exp.Paren)):
-            return False
-        node, parent = parent, parent.parent
-    return node is root
+    while isinstance(parent, (exp.Not, exp.And, exp.Or, exp.Paren)):
+        count += isinstance(parent, exp.Not)
+        parent = parent.parent
+    return count
 
 
 def _is_not_null(expression: exp.Expr) -> exp.Expr:
@@ -389,20 +389,23 @@ class SubqueryPlanner:
         return self._match_mark(plan, body, correlation)
 
     def _in_mark(
-        self, plan: LogicalPlan, node: exp.In, scope: Scope, rewrite: Rewrite, positive: bool
+        self, plan: LogicalPlan, node: exp.In, scope: Scope, rewrite: Rewrite
     ) -> tuple[LogicalPlan, exp.Expr]:
-        """``x IN (q)`` as a value. TRUE when some row of q equals x (a match mark); otherwise
-        FALSE when q is empty for the outer row, NULL when x is NULL or q holds a NULL, else
-        FALSE — from q's rows and non-NULL values counted per correlation key. Where the IN
-        sits positively in a filter (:func:`_is_positive`), NULL may read as FALSE and the
-        match mark alone is the value."""
+        """``x IN (q)`` as a value, as Spark computes it. SQL's value is TRUE when some row of q
+        equals x (a match mark); otherwise FALSE when q is empty for the outer row, NULL when x is
+        NULL or q holds a NULL, else FALSE — from q's rows and non-NULL values counted per
+        correlation key. Spark first moves NOTs through AND and OR down to the predicate (De
+        Morgan), then reads an unknown ``x IN (q)`` or ``x NOT IN (q)`` as FALSE, in a filter and
+        in a value alike. So an IN under an even number of such NOTs is the match mark alone;
+        under an odd number its unknown case is TRUE (the NOTs make it FALSE). In a filter this
+        keeps the rows SQL keeps wherever the IN sits under AND, OR and NOT only."""
         lhs, body, correlation, values = self._in_parts(plan, node, scope, rewrite)
         equalities: list[exp.Expr] = [exp.EQ(this=x.copy(), expression=y.copy()) for x, y in zip(lhs, values)]
         plan, matched = self._match_mark(plan, body, correlation + equalities)
-        if positive:
+        if _negations(node) % 2 == 0:
             return plan, matched
         if len(lhs) != 1:
-            raise self._unsupported("multi-column IN subquery under NOT, in CASE or in the select list", node)
+            raise self._unsupported("multi-column IN subquery under NOT, outside a top-level condition", node)
         (x,), (y,) = lhs, values
         keyed = self._keyed(plan, body, correlation)
         keys = self._key_fields(keyed)
@@ -420,7 +423,7 @@ class SubqueryPlanner:
             ifs=[
                 exp.If(this=matched, true=exp.true()),
                 exp.If(this=empty, true=exp.false()),
-                exp.If(this=unknown, true=exp.cast(exp.null(), "boolean")),
+                exp.If(this=unknown, true=exp.true()),
             ],
             default=exp.false(),
         )
@@ -476,7 +479,7 @@ class SubqueryPlanner:
                 plan, value = self._exists_mark(plan, node, scope)
             else:
                 assert isinstance(node, exp.In)
-                plan, value = self._in_mark(plan, node, scope, rewrite, in_filter and _is_positive(node, expression))
+                plan, value = self._in_mark(plan, node, scope, rewrite)
             placeholder = self.binder.names.fresh("subquery_value")
             values[placeholder] = value
             if node is expression:
