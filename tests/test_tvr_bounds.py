@@ -225,7 +225,8 @@ def test_a_join_on_keys_that_land_together_reads_only_deltas_at_the_deadline(fas
     # the interval's rows of each side, as a delta or as the bag of rows that arrived in it
     assert [v.replace("__ss_", "__sd_") for v in with_keys] == ["r__sd_2_3", "u__sd_2_3"], with_keys
     without, more = last(Case(sql, (r, u), 3, deliver=(3,), estimated_rows=rows, methods=("ivm",), bounds=True))
-    assert "r__ss_0_2" in without and "u__ss_0_3" in without
+    # without them it probes a snapshot of each side
+    assert any(v.startswith("r__ss_0_") for v in without) and any(v.startswith("u__ss_0_") for v in without), without
     assert more > cost
     for objective in ("deadline", "total"):
         check_case(fast_spark, Case(sql, (r, u), 3, objective, estimated_rows=rows, bounds=True, keys=keys))

@@ -4,9 +4,11 @@ tempura's join order and a join-strategy hint on every join.
 A pinned broadcast rests on tempura's bound of the build side's size, but a bound read from file
 sizes can still be wrong (a column that compresses a hundredfold). :func:`run_with_fallback`
 runs an action on the plan and, when Spark fails to build or send a broadcast (out of memory,
-over its size limit, over ``spark.sql.broadcastTimeout``), runs it once more without tempura's
-broadcast hints — Spark then picks those joins' algorithms by its own sizes, as ``spark.sql``
-would — and returns a :class:`BroadcastFallback` saying so.
+over its size limit, over ``spark.sql.broadcastTimeout``) or a pinned hash table does not fit
+in a task's memory, runs it once more without tempura's broadcast hints, and if that fails the
+same way, without any hash join hint — Spark then picks those joins' algorithms by its own
+sizes, as ``spark.sql`` would, and its sort-merge joins spill rather than fail — and returns a
+:class:`BroadcastFallback` saying so.
 
 Spark would otherwise re-plan what tempura costed: its cost-based join reordering and a few
 rule-based rewrites (``ReorderJoin``, the semi/anti join pushdowns) move joins, and adaptive
@@ -129,24 +131,29 @@ T = TypeVar("T")
 
 Hints = Mapping[LogicalPlan, tuple[str, str]]
 
-# What Spark says when a broadcast cannot be built or sent (BroadcastExchangeExec's errors).
+# What Spark says when a broadcast cannot be built or sent (BroadcastExchangeExec's errors), or a
+# hash table does not fit in a task's memory (a pinned shuffled hash join's build side).
 BROADCAST_FAILURES = (
     "Not enough memory to build and broadcast",
     "Cannot broadcast the table",
     "Could not execute broadcast in",
     "spark.sql.broadcastTimeout",
     "SparkOutOfMemoryError",
+    "UNABLE_TO_ACQUIRE_MEMORY",
 )
+
+HASH_JOIN_HINTS = ("BROADCAST", "SHUFFLE_HASH")
 
 
 def is_broadcast_failure(error: Exception) -> bool:
-    """Whether ``error`` (a Spark error, with its JVM trace) is a broadcast that failed at run time."""
+    """Whether ``error`` (a Spark error, with its JVM trace) is a broadcast or a hash table that
+    did not fit, at run time."""
     text = f"{type(error).__name__}: {error}"
     return any(marker in text for marker in BROADCAST_FAILURES)
 
 
 def broadcast_failure_line(error: Exception) -> str:
-    """The line of ``error`` that names the broadcast failure (else its first line)."""
+    """The line of ``error`` that names the failure (else its first line)."""
     for line in str(error).splitlines():
         if any(marker in line for marker in BROADCAST_FAILURES):
             return line.strip().removeprefix(": ")
@@ -158,20 +165,26 @@ def without_broadcasts(hints: Hints | None) -> dict[LogicalPlan, tuple[str, str]
     return {plan: hint for plan, hint in (hints or {}).items() if hint[0] != "BROADCAST"}
 
 
+def without_hash_joins(hints: Hints | None) -> dict[LogicalPlan, tuple[str, str]]:
+    """``hints`` without any hash join strategy (broadcast or shuffled): every join left to
+    Spark, whose sort-merge joins spill rather than fail."""
+    return {plan: hint for plan, hint in (hints or {}).items() if hint[0] not in HASH_JOIN_HINTS}
+
+
 @dataclass(frozen=True)
 class BroadcastFallback:
-    """A run whose pinned broadcasts failed in Spark and that ran again without them."""
+    """A run whose pinned hash joins failed in Spark and that ran again without (some of) them."""
 
     dropped: int
     error: str
 
     @property
     def message(self) -> str:
-        return (f"a broadcast tempura pinned failed in Spark ({self.error}); ran the query again without "
-                f"its {self.dropped} broadcast hint{'s' if self.dropped != 1 else ''}")
+        return (f"a hash join tempura pinned failed in Spark ({self.error}); ran the query again without "
+                f"{self.dropped} of its join hint{'s' if self.dropped != 1 else ''}")
 
     def to_json(self) -> dict[str, object]:
-        return {"dropped_broadcast_hints": self.dropped, "error": self.error}
+        return {"dropped_join_hints": self.dropped, "error": self.error}
 
 
 def run_with_fallback(
@@ -181,16 +194,25 @@ def run_with_fallback(
     action: Callable[[DataFrame], T],
     planning: SparkPlanning | None = None,
 ) -> tuple[T, BroadcastFallback | None]:
-    """``action`` on the DataFrame of ``query`` under tempura's plan; if a pinned broadcast fails
-    at run time, ``action`` again on the plan without broadcast hints, and the fallback (for the
-    caller to show and record). Any other error, or one of a plan without broadcast hints,
-    propagates."""
-    frame = execute(query, spark, hints, planning)
-    dropped = len(hints or {}) - len(without_broadcasts(hints))
+    """``action`` on the DataFrame of ``query`` under tempura's plan. If a pinned broadcast or
+    hash table does not fit at run time, ``action`` again without the broadcast hints, then, if
+    that fails the same way, without any hash join hint; the fallback is returned for the caller
+    to show and record. Any other error, or one of a plan without such hints, propagates."""
     try:
-        return action(frame), None
+        return action(execute(query, spark, hints, planning)), None
     except Exception as error:
-        if dropped == 0 or not is_broadcast_failure(error):
+        if not is_broadcast_failure(error) or without_hash_joins(hints) == dict(hints or {}):
             raise
-        fallback = BroadcastFallback(dropped, broadcast_failure_line(error))
-    return action(execute(query, spark, without_broadcasts(hints), planning)), fallback
+        failure = broadcast_failure_line(error)
+    attempts: list[dict[LogicalPlan, tuple[str, str]]] = []
+    for kept in (without_broadcasts(hints), without_hash_joins(hints)):
+        if kept != dict(hints or {}) and kept not in attempts:
+            attempts.append(kept)
+    for i, kept in enumerate(attempts):
+        try:
+            return action(execute(query, spark, kept, planning)), BroadcastFallback(len(hints or {}) - len(kept), failure)
+        except Exception as error:
+            if i == len(attempts) - 1 or not is_broadcast_failure(error):
+                raise
+            failure = broadcast_failure_line(error)
+    raise AssertionError("no fallback to try")  # the first failure re-raises when there is none
