@@ -97,20 +97,17 @@ def _expected(session: Session, text: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("text", QUERIES)
-def test_bound_plan_equals_spark(session: Session, text: str) -> None:
+def test_equals_spark(session: Session, text: str) -> None:
+    """The bound plan and the optimized plan (with its join hints) each give Spark's rows."""
+    expected = _expected(session, text)
     query = session.plan(text)
     actual = [tuple(r) for r in execute(query, session.spark).collect()]
-    outcome = compare_results(_expected(session, text), actual, query.ordered, query.order_keys)
-    assert outcome.equal, f"{outcome.reason}\n{query.plan}"
-
-
-@pytest.mark.parametrize("text", QUERIES)
-def test_optimized_plan_equals_spark(session: Session, text: str) -> None:
+    outcome = compare_results(expected, actual, query.ordered, query.order_keys)
+    assert outcome.equal, f"bound plan: {outcome.reason}\n{query.plan}"
     planned = session.optimize(text)
-    actual = [tuple(r) for r in execute(planned.query, session.spark, planned.hints).collect()]
-    query = planned.query
-    outcome = compare_results(_expected(session, text), actual, query.ordered, query.order_keys)
-    assert outcome.equal, f"{outcome.reason}\n{query.plan}"
+    optimized = [tuple(r) for r in execute(planned.query, session.spark, planned.hints).collect()]
+    outcome = compare_results(expected, optimized, planned.query.ordered, planned.query.order_keys)
+    assert outcome.equal, f"optimized plan: {outcome.reason}\n{planned.query.plan}"
 
 
 @pytest.mark.parametrize(
