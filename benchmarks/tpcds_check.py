@@ -234,22 +234,30 @@ def outcome_table(outcomes: list[QueryOutcome], title: str) -> Table:
     return table
 
 
-def main(scale: float = 0.01, workdir: str | Path = ".tempura", queries: list[str] | None = None,
-         timeout: float = TIMEOUT_SECONDS, analyze: bool = True) -> int:
-    """Run the check; returns the number of queries that are wrong or failed with an error.
-    Without ``analyze``, tables without stored statistics are planned on file-size defaults."""
-    console = Console()
+def prepare(console: Console, scale: float, workdir: str | Path, names: list[str], analyze: bool) -> tuple[Session, Path]:
+    """TPC-DS data at ``scale`` under ``workdir`` (generated once), a session on it whose
+    statistics live in the check's folder (collected for the tables ``names`` read unless
+    stored already or not ``analyze``), and that folder."""
     data_dir = Path(workdir) / "data" / f"tpcds-sf{scale:g}"
     with console.status(f"TPC-DS scale {scale:g}: generating data in {data_dir}"):
         catalog_path = tpcds.generate(scale, data_dir)
     check_dir = Path(workdir) / "tpcds-check" / f"sf{scale:g}"
     with console.status("starting Spark"):
         session = Session(catalog_path, spark=get_spark(), workdir=check_dir)
-    names = queries or tpcds.query_names()
     missing = [t for t in tables_read(names) if (s := session.stats.lookup(t)).source == "default" or s.stale]
     if missing and analyze:
         with console.status(f"TPC-DS scale {scale:g}: collecting statistics of {len(missing)} tables"):
             session.analyze(missing)
+    return session, check_dir
+
+
+def main(scale: float = 0.01, workdir: str | Path = ".tempura", queries: list[str] | None = None,
+         timeout: float = TIMEOUT_SECONDS, analyze: bool = True) -> int:
+    """Run the check; returns the number of queries that are wrong or failed with an error.
+    Without ``analyze``, tables without stored statistics are planned on file-size defaults."""
+    console = Console()
+    names = queries or tpcds.query_names()
+    session, check_dir = prepare(console, scale, workdir, names, analyze)
     outcomes = run_tpcds(session, names, console, timeout)
     failed = [o for o in outcomes if o.status != "equal"]
     if failed:

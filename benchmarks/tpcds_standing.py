@@ -28,13 +28,12 @@ from typing import TYPE_CHECKING, Any, Iterable
 from rich.console import Console
 from rich.progress import Progress
 
-from benchmarks.tpcds_check import STATUSES, tables_read
+from benchmarks.tpcds_check import STATUSES, prepare, tables_read
 from tempura import tpcds
 from tempura.cost.vector import Objective
 from tempura.errors import TempuraError
 from tempura.optimizer import METHODS, Arrival, Optimizer, plan_methods
-from tempura.api import Session
-from tempura.runtime import compare_results, get_spark
+from tempura.runtime import compare_results
 from tempura.runtime.multitime import PlanExecutor, reference
 from tempura.runtime.sources import SourceData
 from tempura.sql import parse_query
@@ -180,23 +179,15 @@ def main(scale: float = 0.01, workdir: str | Path = ".tempura", queries: list[st
          analyze: bool = True) -> int:
     """Run the standing check; returns the number of queries that are wrong or failed."""
     console = Console()
-    data_dir = Path(workdir) / "data" / f"tpcds-sf{scale:g}"
-    with console.status(f"TPC-DS scale {scale:g}: generating data in {data_dir}"):
-        catalog_path = tpcds.generate(scale, data_dir)
-    check_dir = Path(workdir) / "tpcds-check" / f"sf{scale:g}"
-    with console.status("starting Spark"):
-        session = Session(catalog_path, spark=get_spark(), workdir=check_dir)
     names = queries or tpcds.query_names()
-    missing = [t for t in tables_read(names) if (s := session.stats.lookup(t)).source == "default" or s.stale]
-    if missing and analyze:
-        with console.status(f"TPC-DS scale {scale:g}: collecting statistics of {len(missing)} tables"):
-            session.analyze(missing)
+    session, check_dir = prepare(console, scale, workdir, names, analyze)
+    catalog_dir = Path(workdir) / "data" / f"tpcds-sf{scale:g}"
     outcomes = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("TPC-DS standing", total=len(names))
         for name in names:
             progress.update(task, description=f"TPC-DS standing {name}")
-            outcome = check_standing(session.spark, catalog_path.parent, session.stats.lookup, name)
+            outcome = check_standing(session.spark, catalog_dir, session.stats.lookup, name)
             outcomes.append(outcome)
             mixed = f" auto: {'+'.join(outcome.auto_methods)}" if outcome.auto_methods else ""
             progress.console.print(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sparkcompare import assert_plans_equal_spark
 from tempura.api import Session
 from tempura.errors import BindError, UnsupportedQuery
 from tempura.runtime import compare_results, execute
@@ -99,15 +100,7 @@ def _expected(session: Session, text: str) -> list[tuple[Any, ...]]:
 @pytest.mark.parametrize("text", QUERIES)
 def test_equals_spark(session: Session, text: str) -> None:
     """The bound plan and the optimized plan (with its join hints) each give Spark's rows."""
-    expected = _expected(session, text)
-    query = session.plan(text)
-    actual = [tuple(r) for r in execute(query, session.spark).collect()]
-    outcome = compare_results(expected, actual, query.ordered, query.order_keys)
-    assert outcome.equal, f"bound plan: {outcome.reason}\n{query.plan}"
-    planned = session.optimize(text)
-    optimized = [tuple(r) for r in execute(planned.query, session.spark, planned.hints).collect()]
-    outcome = compare_results(expected, optimized, planned.query.ordered, planned.query.order_keys)
-    assert outcome.equal, f"optimized plan: {outcome.reason}\n{planned.query.plan}"
+    assert_plans_equal_spark(session, text)
 
 
 @pytest.mark.parametrize(

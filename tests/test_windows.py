@@ -12,10 +12,10 @@ from typing import Iterator
 import pytest
 import yaml
 
+from sparkcompare import assert_plans_equal_spark
 from tempura.algebra import LogicalPlan, Window
 from tempura.api import Session
 from tempura.optimizer.explain import format_physical
-from tempura.runtime import compare_results, execute
 
 pytestmark = pytest.mark.spark
 
@@ -88,15 +88,7 @@ QUERIES = [
 
 @pytest.mark.parametrize("text", QUERIES)
 def test_equals_spark(session: Session, text: str) -> None:
-    expected = [tuple(r) for r in session.spark.sql(text).collect()]
-    query = session.plan(text)
-    actual = [tuple(r) for r in execute(query, session.spark).collect()]
-    outcome = compare_results(expected, actual, query.ordered, query.order_keys)
-    assert outcome.equal, f"bound plan: {outcome.reason}\n{query.plan}"
-    planned = session.optimize(text)
-    optimized = [tuple(r) for r in execute(planned.query, session.spark, planned.hints).collect()]
-    outcome = compare_results(expected, optimized, planned.query.ordered, planned.query.order_keys)
-    assert outcome.equal, f"optimized plan: {outcome.reason}\n{planned.query.plan}"
+    assert_plans_equal_spark(session, text)
 
 
 def test_window_plans_and_explains(session: Session) -> None:
