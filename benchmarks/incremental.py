@@ -1,7 +1,7 @@
 """``tempura bench incremental``: standing queries end to end on Spark, contender against contender.
 
 Per scenario (``scenarios/``: the golden example, the TPC-H standing queries, the 7-day range
-report, the change-data source), on the same data, in one run:
+report, the change-data source, the TPC-DS standing reports), on the same data, in one run:
 
 - ``batch``: tempura forced to recompute at every delivery;
 - ``ivm``: tempura forced to incremental view maintenance;
@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 CONTENDERS = ("batch", "ivm", "spark-streaming", "auto")
 LAST_POINT_TARGET = 0.35
 DEFAULT_SCENARIOS = ("sales_returns", "tpch_q01", "tpch_q03", "tpch_q05", "tpch_q10", "tpch_q12", "tpch_q13",
-                     "tpch_q18", "weekly_revenue", "stock_cdc")
+                     "tpch_q18", "weekly_revenue", "stock_cdc", "tpcds_store_star", "tpcds_window",
+                     "tpcds_sales_returns")
 
 
 @dataclass

@@ -1,0 +1,14 @@
+"""Data of the ``tpcds_rollup`` scenario: the TPC-DS tables its query reads (see :mod:`scenarios.tpcds`).
+
+    python -m scenarios.tpcds_rollup.generate --scale 0.01 --out DIR
+"""
+
+from __future__ import annotations
+
+from scenarios import generator_main
+from scenarios.tpcds import generator
+
+generate = generator("store_sales", "customer_demographics", "store", "item")
+
+if __name__ == "__main__":
+    generator_main(generate, __doc__.splitlines()[0])
