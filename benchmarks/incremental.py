@@ -54,7 +54,7 @@ CONTENDERS = ("batch", "ivm", "spark-streaming", "auto")
 LAST_POINT_TARGET = 0.35
 DEFAULT_SCENARIOS = ("sales_returns", "tpch_q01", "tpch_q03", "tpch_q05", "tpch_q10", "tpch_q12", "tpch_q13",
                      "tpch_q18", "weekly_revenue", "stock_cdc", "tpcds_store_star", "tpcds_window",
-                     "tpcds_sales_returns")
+                     "tpcds_rollup", "tpcds_sales_returns")
 
 
 @dataclass

@@ -3,8 +3,6 @@
 schedules cut), and a simulated cycle of each delivers, at every time point under ``auto``, what
 ``spark.sql`` returns over that time point's snapshot (``reference``).
 
-``tpcds_rollup`` is checked as written once tempura binds ``GROUP BY ROLLUP``; until then through
-its ``UNION ALL`` form, whose equality with the ``ROLLUP`` is checked on Spark at every time point.
 All four cycles together took 7.6 minutes at scale 0.01 on two cores shared with other work."""
 
 from __future__ import annotations
@@ -15,54 +13,15 @@ from typing import Any
 import pytest
 
 from scenarios import prepared_scenario, tpcds as shared
-from tempura import tpcds
-from tempura.errors import UnsupportedQuery
-from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
 from tempura.scheduler.reference import reference
 from tempura.scheduler.simulation import simulate
 from tempura.scheduler.spec import Spec
-from tempura.sql import parse_query
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
 SCALE = 0.01  # TPC-DS's scale factor: 28,810 store sales
 SCENARIOS = ("tpcds_store_star", "tpcds_window", "tpcds_rollup", "tpcds_sales_returns")
-
-ROLLUP_AS_UNION = """
-with sales as (
-  select i_item_id, s_state, ss_quantity, ss_list_price, ss_coupon_amt, ss_sales_price
-  from store_sales, customer_demographics, store, item
-  where ss_item_sk = i_item_sk and ss_store_sk = s_store_sk and ss_cdemo_sk = cd_demo_sk
-    and cd_gender = 'M' and cd_marital_status = 'S' and cd_education_status = 'College')
-select i_item_id, s_state, 0 as g_state, avg(ss_quantity) as agg1, avg(ss_list_price) as agg2,
-       avg(ss_coupon_amt) as agg3, avg(ss_sales_price) as agg4
-from sales group by i_item_id, s_state
-union all
-select i_item_id, cast(null as string) as s_state, 1 as g_state, avg(ss_quantity) as agg1,
-       avg(ss_list_price) as agg2, avg(ss_coupon_amt) as agg3, avg(ss_sales_price) as agg4
-from sales group by i_item_id
-union all
-select cast(null as string) as i_item_id, cast(null as string) as s_state, 1 as g_state,
-       avg(ss_quantity) as agg1, avg(ss_list_price) as agg2, avg(ss_coupon_amt) as agg3,
-       avg(ss_sales_price) as agg4
-from sales
-order by i_item_id, s_state, g_state
-"""
-"""``tpcds_rollup``'s query with ``ROLLUP (i_item_id, s_state)`` written out (its grand total is a
-global aggregate: one row even over no rows, where the ``ROLLUP`` has none; every snapshot here
-has sales)."""
-
-
-def rollup_is_bound() -> bool:
-    """Whether tempura's SQL front end takes ``tpcds_rollup``'s query as written."""
-    text = (Path(shared.__file__).parent.parent / "tpcds_rollup" / "query.sql").read_text()
-    try:
-        parse_query(text, tpcds.SCHEMA)
-    except UnsupportedQuery:
-        return False
-    return True
-
 
 @pytest.fixture(scope="module")
 def folder(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -74,12 +33,10 @@ def folder(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def delivering_every_point(spec_path: Path, query_file: str | None = None) -> Spec:
-    """The spec at ``spec_path`` delivering at every time point (and reading ``query_file``)."""
+def delivering_every_point(spec_path: Path) -> Spec:
+    """The spec at ``spec_path`` delivering at every time point."""
     text = spec_path.read_text().replace("deliver: last", "deliver: every")
-    if query_file is not None:
-        text = text.replace("query_file: query.sql", f"query_file: {query_file}")
-    target = spec_path.with_name(f"every-{query_file or 'query'}.yaml")
+    target = spec_path.with_name("every-query.yaml")
     target.write_text(text)
     return load_spec(target)
 
@@ -129,15 +86,6 @@ def test_every_scenario_delivers_the_reference_at_every_time_point(spark: Any, f
     for name in SCENARIOS:
         spec_path = folder / name / "spec.yaml"
         spec = delivering_every_point(spec_path)
-        if name == "tpcds_rollup" and not rollup_is_bound():
-            (spec_path.parent / "union.sql").write_text(ROLLUP_AS_UNION)
-            union = delivering_every_point(spec_path, "union.sql")
-            for index in range(1, union.time_points().k + 1):
-                as_rollup = [tuple(r) for r in reference(spark, spec, spec.cycle(0), index).collect()]  # type: ignore[arg-type]
-                as_union = [tuple(r) for r in reference(spark, union, union.cycle(0), index).collect()]  # type: ignore[arg-type]
-                outcome = compare_results(as_rollup, as_union, True, (0, 1, 2))
-                assert outcome.equal, f"the ROLLUP and its UNION ALL form differ at t{index}: {outcome.reason}"
-            spec = union
         k = spec.time_points().k
         run = simulate(spark, spec, "auto", tmp_path)
         assert [p.index for p in run.points] == list(range(1, k + 1)), name
