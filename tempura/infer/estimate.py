@@ -66,9 +66,10 @@ class TvrEstimator:
         if plan.delta:
             columns[MULT] = blank_column(MULT_FIELD)
             size += 8.0
-        # A read holds at most the source's rows; a delta at most two per row (an update's
-        # retraction and insertion).
-        bound = base.max_rows * (2.0 if plan.delta else 1.0)
+        # A standing plan's reads are sized by the arrival model, which the plan is re-optimized
+        # against after every run: its estimate of a read stands as the read's bound (a bound
+        # from the whole table would forbid every broadcast of a small delta).
+        bound = rows
         return RelStats(rows, size, columns, base.fds if not plan.delta else {}, base.notes, bound)
 
     def _lowered(self, plan: TvrOperator, inputs: list[RelStats]) -> RelStats:
