@@ -285,7 +285,7 @@ def prepare(scale: float, workdir: Path, spark: SparkSession, progress: Progress
     def analysed(table: str) -> bool:
         """Analysed in this Spark session (Spark's CBO needs its own statistics) and stored fresh."""
         stats = session.stats.lookup(table)
-        return stats.source != "default" and not stats.stale and spark.catalog.tableExists(table, STATS_DATABASE)
+        return stats.source != "default" and not stats.stale and spark.catalog.tableExists(f"{STATS_DATABASE}.{table}")
 
     missing = [t for t in (tables or sorted(session.catalog.tables)) if not analysed(t)]
     if missing:
