@@ -38,23 +38,46 @@ def bench() -> None:
     """Benchmarks (results as JSON and PNG charts)."""
 
 
+SUITE_OPTION = click.option("--suite", default="tpch", show_default=True, type=click.Choice(["tpch", "tpcds"]),
+                            help="TPC-H or TPC-DS tables and queries.")
+DATA_OPTION = click.option("--data", default=None, type=click.Path(file_okay=False, exists=True),
+                           help="Read the suite's data from this folder (its catalog.yaml; --scale labels it) "
+                                "instead of generating it into the workdir.")
+
+
 @bench.command("cardinality")
-@click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="Scale factor.")
+@SUITE_OPTION
+@DATA_OPTION
 @click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
 @click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
-@click.option("--query", "queries", multiple=True, help="Only these queries (q01 … q22).")
+@click.option("--query", "queries", multiple=True, help="Only these queries (TPC-H q01 … q22, TPC-DS q01 … q99).")
+@click.option("--node-timeout", default=120.0, show_default=True, type=float,
+              help="Seconds one subplan's count may run before it is cancelled and skipped.")
+@click.option("--query-timeout", default=600.0, show_default=True, type=float,
+              help="Seconds one query's counts may take; its nodes left then are skipped.")
+@click.option("--budget", default=None, type=float,
+              help="Seconds the whole run may take; queries not started by then are listed as not reached.")
 @user_errors
-def bench_cardinality(scale: float, workdir: str, out: str, queries: tuple[str, ...]) -> None:
-    """Estimated vs true rows of every subplan of the TPC-H queries, beside Spark's CBO."""
+def bench_cardinality(scale: float, suite: str, data: str | None, workdir: str, out: str, queries: tuple[str, ...],
+                      node_timeout: float, query_timeout: float, budget: float | None) -> None:
+    """Estimated vs true rows of every subplan of the TPC-H or TPC-DS queries, beside Spark's CBO."""
     from rich.console import Console
     from rich.table import Table
 
     from benchmarks import cardinality
 
     console = Console(stderr=True)
-    names = _query_names(queries)
-    report = cardinality.run(scale, Path(workdir), Path(out), names, lambda message: console.log(message))
-    table = Table(title=f"q-error, TPC-H scale {scale:g} ({report['nodes']} subplans)")
+    if suite == "tpcds":
+        from benchmarks.tpcds_check import query_names as tpcds_names
+
+        names = tpcds_names(queries)
+    else:
+        names = _query_names(queries)
+    report = cardinality.run(scale, Path(workdir), Path(out), names, lambda message: console.log(message), suite,
+                             Path(data) if data else None, node_timeout, query_timeout, budget)
+    title = cardinality.SUITES[suite].title
+    table = Table(title=f"q-error, {title} scale {scale:g} ({report['nodes']} subplans)")
     for column in ("estimator", "nodes", "median", "p90", "p95", "max"):
         table.add_column(column)
     for label, key in (
@@ -73,6 +96,14 @@ def bench_cardinality(scale: float, workdir: str, out: str, queries: tuple[str, 
         t, sp = row["tempura"], row["spark"]
         ops.add_row(op, str(t["count"]), f"{t['median']:.2f}", f"{t['p95']:.2f}", f"{t['max']:.2f}", f"{sp['p95']:.2f}" if sp.get("count") else "-")
     Console().print(ops)
+    if report["refused_queries"]:
+        click.echo(f"skipped {len(report['refused_queries'])} queries tempura refuses: "
+                   + "; ".join(f"{q}: {m}" for q, m in report["refused_queries"].items()))
+    if report["not_reached"]:
+        click.echo(f"not reached within the budget: {', '.join(report['not_reached'])}")
+    if report["skipped_nodes"]:
+        click.echo(f"skipped {report['skipped_nodes']} subplans: "
+                   + ", ".join(f"{n} {reason}" for reason, n in report["skipped_by_reason"].items()))
     click.echo("wrote " + ", ".join(report["files"]))
 
 
@@ -146,26 +177,31 @@ def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[
 
 
 @bench.command("join-order")
-@click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="Scale factor.")
+@SUITE_OPTION
+@DATA_OPTION
 @click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
 @click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
-@click.option("--query", "queries", multiple=True, help="Only these queries (q02, q03, …).")
+@click.option("--query", "queries", multiple=True, help="Only these queries (TPC-H q02, q03, …; TPC-DS q13, q17, …).")
 @click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=3), help="Measured rounds per query.")
 @click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds before a run is cancelled.")
 @user_errors
-def bench_join_order(scale: float, workdir: str, out: str, queries: tuple[str, ...], repeat: int, timeout: float) -> None:
-    """TPC-H queries in an adversarial join order: Spark as written, Spark's rules, Spark's CBO and tempura."""
+def bench_join_order(scale: float, suite: str, data: str | None, workdir: str, out: str, queries: tuple[str, ...],
+                     repeat: int, timeout: float) -> None:
+    """TPC-H or TPC-DS queries in an adversarial join order: Spark as written, Spark's rules, Spark's CBO and tempura."""
     from rich.console import Console
     from rich.table import Table
 
     from benchmarks import join_order
 
-    unknown = [q for q in queries if q not in join_order.QUERIES]
+    known = join_order.SUITE_QUERIES[suite]
+    unknown = [q for q in queries if q not in known]
     if unknown:
-        raise TempuraError(f"unknown join-order query: {', '.join(unknown)} (known: {', '.join(join_order.QUERIES)})")
+        raise TempuraError(f"unknown join-order query: {', '.join(unknown)} (known: {', '.join(known)})")
     console = Console(stderr=True)
-    report = join_order.run(scale, Path(workdir), Path(out), list(queries) or None, repeat, timeout, lambda m: console.log(m))
-    table = Table(title=f"join order, TPC-H scale {scale:g}, median of {repeat} alternating runs")
+    report = join_order.run(scale, Path(workdir), Path(out), list(queries) or None, repeat, timeout, lambda m: console.log(m),
+                            suite, Path(data) if data else None)
+    table = Table(title=f"join order, {report['suite']} scale {scale:g}, median of {repeat} alternating runs")
     for column in ("query", "written s", "Spark rules s", "Spark CBO s", "tempura s", "written/tempura", "rules/tempura",
                    "CBO/tempura", "opt ms", "memo", "equal"):
         table.add_column(column)

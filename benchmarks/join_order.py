@@ -1,8 +1,13 @@
-"""``tempura bench join-order``: TPC-H queries written in a bad join order, four planners.
+"""``tempura bench join-order``: TPC-H or TPC-DS queries written in a bad join order, four planners.
 
-The queries (``queries/join_order/``) are TPC-H Q2, Q3, Q5, Q7, Q8, Q9, Q10, Q11, Q18 and Q21
+The TPC-H queries (``queries/join_order/``) are Q2, Q3, Q5, Q7, Q8, Q9, Q10, Q11, Q18 and Q21
 with the FROM lists rewritten adversarially: big tables first, tables without a predicate
-between them side by side. Contenders, on the same analysed tables:
+between them side by side. The TPC-DS queries (``queries/join_order_tpcds/``, ``--suite tpcds``)
+are the star joins Q13, Q17, Q19, Q25, Q26, Q27, Q29, Q48, Q85 and Q91, rewritten the same way:
+the FROM list starts with the biggest table that has a table without a predicate to it (in a
+single-fact star, a dimension: the fact joins every dimension), and each next table is the biggest
+left without a predicate to the one before it (the biggest left when every one has). Contenders,
+on the same analysed tables:
 
 - ``spark-written``: Spark as written, CBO off: its rule-based ``ReorderJoin`` excluded too, so
   the tables are joined left-deep in FROM order, with a cross product wherever two adjacent
@@ -33,14 +38,13 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from benchmarks.cardinality import BENCH_DRIVER_MEMORY, Progress, prepare
+from benchmarks.cardinality import BENCH_DRIVER_MEMORY, SUITES, Progress, prepare, tables_read, timed_collect
 from tempura.api import Session
+from tempura.errors import TempuraError
 from tempura.runtime import SparkPlanning, compare_results, execute
 
 if TYPE_CHECKING:
@@ -48,6 +52,12 @@ if TYPE_CHECKING:
 
 QUERY_DIR = Path(__file__).parent / "queries" / "join_order"
 QUERIES = ["q02", "q03", "q05", "q07", "q08", "q09", "q10", "q11", "q18", "q21"]
+# TPC-DS: the star joins with the most tables that tempura plans (q18 is left out: its ROLLUP is
+# refused), rewritten the same way (``queries/join_order_tpcds/``).
+TPCDS_QUERY_DIR = Path(__file__).parent / "queries" / "join_order_tpcds"
+TPCDS_QUERIES = ["q13", "q17", "q19", "q25", "q26", "q27", "q29", "q48", "q85", "q91"]
+SUITE_QUERIES = {"tpch": QUERIES, "tpcds": TPCDS_QUERIES}
+SUITE_QUERY_DIRS = {"tpch": QUERY_DIR, "tpcds": TPCDS_QUERY_DIR}
 CONTENDERS = ["spark-written", "spark-rules", "spark-cbo", "tempura"]
 REFERENCES = ("spark-rules", "spark-cbo", "spark-written")  # the first that finished gives the rows to compare
 
@@ -75,49 +85,41 @@ SPARK_CONF = {
 }
 
 
-def query_text(name: str) -> str:
-    return (QUERY_DIR / f"{name}.sql").read_text(encoding="utf-8")
+def query_text(name: str, suite: str = "tpch") -> str:
+    """The adversarially ordered text of query ``name`` of ``suite``."""
+    if name not in SUITE_QUERIES[suite]:
+        known = ", ".join(SUITE_QUERIES[suite])
+        raise TempuraError(f"unknown {SUITES[suite].title} join-order query: {name} (known: {known})")
+    return (SUITE_QUERY_DIRS[suite] / f"{name}.sql").read_text(encoding="utf-8")
 
 
-def timed_collect(spark: SparkSession, frame: Callable[[], DataFrame], timeout: float) -> tuple[float, list[tuple[Any, ...]] | None]:
-    """Seconds to build and collect a DataFrame, and its rows (``None`` after ``timeout``)."""
-    group = f"tempura-bench-{time.monotonic_ns()}"
-    spark.sparkContext.setJobGroup(group, "join-order benchmark", interruptOnCancel=True)
-    timer = threading.Timer(timeout, lambda: spark.sparkContext.cancelJobGroup(group))
-    timer.start()
-    started = time.perf_counter()
-    try:
-        rows = [tuple(r) for r in frame().collect()]
-    except Exception:  # cancelled by the timer
-        if time.perf_counter() - started < timeout:
-            raise
-        return timeout, None
-    finally:
-        timer.cancel()
-    return time.perf_counter() - started, rows
-
-
-def run(scale: float, workdir: Path, out: Path, queries: list[str] | None, repeat: int, timeout: float, progress: Progress) -> dict[str, Any]:
+def run(scale: float, workdir: Path, out: Path, queries: list[str] | None, repeat: int, timeout: float, progress: Progress,
+        suite: str = "tpch", data: Path | None = None) -> dict[str, Any]:
     from tempura.runtime import get_spark
 
+    chosen = SUITES[suite]
+    names = queries or SUITE_QUERIES[suite]
+    texts = {name: query_text(name, suite) for name in names}
     spark = get_spark(conf={"spark.driver.memory": BENCH_DRIVER_MEMORY})
-    session = prepare(scale, workdir, spark, progress)
-    names = queries or QUERIES
+    # TPC-H analyses every table, as it always has; TPC-DS only those its queries read.
+    tables = None if suite == "tpch" else tables_read(list(texts.values()))
+    session = prepare(scale, workdir, spark, progress, chosen, data, tables)
     results = []
     for name in names:
         progress(f"{name}: planning and running {repeat} alternating rounds")
-        results.append(measure(spark, session, name, repeat, timeout))
-    report = build_report(scale, repeat, results)
+        results.append(measure(spark, session, name, repeat, timeout, texts[name]))
+    report = build_report(scale, repeat, results, chosen.title)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"join-order-sf{scale:g}"
+    stem = chosen.stem("join-order", scale)
     (out / f"{stem}.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     chart(report, out / f"{stem}.png")
     report["files"] = [str(out / f"{stem}.json"), str(out / f"{stem}.png")]
     return report
 
 
-def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeout: float) -> dict[str, Any]:
-    text = query_text(name)
+def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeout: float,
+            text: str | None = None) -> dict[str, Any]:
+    text = query_text(name) if text is None else text
     planned = session.optimize(text)
     bound = planned.query
 
@@ -231,7 +233,7 @@ def geomean(values: list[float]) -> float:
 RATIOS = {"written": "spark-written", "rules": "spark-rules", "cbo": "spark-cbo"}
 
 
-def build_report(scale: float, repeat: int, results: list[dict[str, Any]]) -> dict[str, Any]:
+def build_report(scale: float, repeat: int, results: list[dict[str, Any]], suite: str = "TPC-H") -> dict[str, Any]:
     for r in results:
         m = r["median"]
         for short, contender in RATIOS.items():
@@ -239,6 +241,7 @@ def build_report(scale: float, repeat: int, results: list[dict[str, Any]]) -> di
     bad = [r for r in results if r["written_order_bad"]]
     report: dict[str, Any] = {
         "benchmark": "join-order",
+        "suite": suite,
         "scale": scale,
         "repeat": repeat,
         "contenders": CONTENDERS,
@@ -279,7 +282,7 @@ def chart(report: dict[str, Any], path: Path) -> None:
     left.set_xticks(range(len(names)), names)
     left.set_yscale("log")
     left.set_ylabel("median seconds (log)")
-    left.set_title(f"TPC-H, adversarial FROM order, scale {report['scale']:g} (hatched: timed out)")
+    left.set_title(f"{report.get('suite', 'TPC-H')}, adversarial FROM order, scale {report['scale']:g} (hatched: timed out)")
     left.legend()
     positions = list(range(len(names)))
     for i, (short, label) in enumerate((("written", "written / tempura"), ("rules", "Spark rules / tempura"),

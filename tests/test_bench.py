@@ -1,11 +1,14 @@
 """The benchmarks' arithmetic: the cardinality benchmark's q-error, percentiles and summaries,
-the join-order report, and the MQO benchmark run on a few small instances."""
+the join-order report, and the MQO benchmark run on a few small instances; the cardinality and
+join-order benchmarks run on Spark over TPC-DS at scale 0.01 (``--suite tpcds``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
+from click.testing import CliRunner
 
 from benchmarks.cardinality import NodeResult, build_report, percentile, q_error, summary
 
@@ -86,12 +89,15 @@ def test_a_cross_product_with_one_row_does_not_multiply_rows() -> None:
     assert not multiplies_rows([None, 0.0])
 
 
-def test_join_order_queries_are_the_tpch_queries_reordered() -> None:
+@pytest.mark.parametrize("suite", ["tpch", "tpcds"])
+def test_join_order_queries_are_the_suite_queries_reordered(suite: str) -> None:
     """Each adversarial query binds to the same tables, predicates and output as the original."""
-    from benchmarks.join_order import QUERIES, query_text
-    from tempura import tpch
+    from benchmarks.join_order import SUITE_QUERIES, query_text
+    from tempura import tpcds, tpch
     from tempura.rules.logical import normalize
     from tempura.sql import parse_query
+
+    module: Any = tpch if suite == "tpch" else tpcds
 
     def tables(plan: object) -> list[str]:
         from tempura.algebra import LogicalPlan, Scan
@@ -100,12 +106,20 @@ def test_join_order_queries_are_the_tpch_queries_reordered() -> None:
         own = [plan.table] if isinstance(plan, Scan) else []
         return own + [t for c in plan.inputs for t in tables(c)]
 
-    for name in QUERIES:
-        original = parse_query(tpch.query_text(name), tpch.SCHEMA)
-        rewritten = parse_query(query_text(name), tpch.SCHEMA)
+    for name in SUITE_QUERIES[suite]:
+        original = parse_query(module.query_text(name), module.SCHEMA)
+        rewritten = parse_query(query_text(name, suite), module.SCHEMA)
         assert rewritten.names == original.names
         assert sorted(tables(normalize(rewritten.plan))) == sorted(tables(normalize(original.plan)))
         assert tables(rewritten.plan) != tables(original.plan), f"{name}: the FROM order is unchanged"
+
+
+def test_join_order_refuses_a_query_of_the_other_suite() -> None:
+    from tempura.cli import main
+
+    result = CliRunner().invoke(main, ["bench", "join-order", "--suite", "tpcds", "--query", "q02"])
+    assert result.exit_code == 2
+    assert "unknown join-order query: q02" in result.output and "q17" in result.output
 
 
 def test_mqo_bench_measures_both_selectors_and_summarizes_the_targets(tmp_path: Path) -> None:
@@ -121,3 +135,91 @@ def test_mqo_bench_measures_both_selectors_and_summarizes_the_targets(tmp_path: 
     assert summary["instances"] == 4 and summary["proven_optimal"] == 4
     assert summary["worst_gap"] == max(r["gap"] for r in rows)
     assert (tmp_path / "mqo.json").exists() and (tmp_path / "mqo.png").stat().st_size > 0
+
+
+@pytest.fixture(scope="module")
+def tpcds_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TPC-DS at scale 0.01 for the module: the folder holding its catalog."""
+    from tempura import tpcds
+
+    return tpcds.generate(0.01, tmp_path_factory.mktemp("tpcds") / "sf0.01").parent
+
+
+@pytest.fixture(scope="module")
+def bench_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One workdir for the module's runs: a table is analysed once, by the first run reading it."""
+    return tmp_path_factory.mktemp("bench-work")
+
+
+@pytest.fixture
+def bench_spark(fast_spark: Any) -> Iterator[Any]:
+    """The session for a benchmark run, given back as found: the benchmarks switch Spark's CBO on,
+    set each contender's settings and read tables from the statistics database."""
+    from benchmarks.cardinality import CBO_CONF
+    from benchmarks.join_order import SPARK_CONF
+
+    keys = set(CBO_CONF) | {k for conf in SPARK_CONF.values() for k in conf}
+    before = {key: fast_spark.conf.get(key, None) for key in keys}
+    database = fast_spark.catalog.currentDatabase()
+    yield fast_spark
+    fast_spark.catalog.setCurrentDatabase(database)
+    for key, value in before.items():
+        if value is None:
+            fast_spark.conf.unset(key)
+        else:
+            fast_spark.conf.set(key, value)
+
+
+@pytest.mark.spark
+def test_cardinality_tpcds_counts_against_spark_and_skips_refused_queries(bench_spark: Any, tpcds_data: Path,
+                                                                          bench_workdir: Path, tmp_path: Path) -> None:
+    from benchmarks import cardinality
+    from tempura import tpcds
+
+    report = cardinality.run(0.01, bench_workdir, tmp_path / "out", ["q03", "q67"], lambda _m: None, "tpcds",
+                             tpcds_data)
+    assert list(report["refused_queries"]) == ["q67"] and "ROLLUP" in report["refused_queries"]["q67"]
+    assert report["suite"] == "TPC-DS" and report["skipped_nodes"] == 0
+    nodes = [r for r in report["results"] if r["query"] == "q03"]
+    assert nodes and report["nodes"] == len(nodes)
+    root = next(r for r in nodes if r["node"] == 0)
+    assert root["actual"] == len(bench_spark.sql(tpcds.query_text("q03")).collect())
+    scans = {r["actual"] for r in nodes if r["operator"] == "Scan"}
+    assert bench_spark.sql("SELECT COUNT(*) FROM store_sales").collect()[0][0] in scans
+    assert (tmp_path / "out" / "cardinality-tpcds-sf0.01.json").exists()
+    assert (tmp_path / "out" / "cardinality-tpcds-sf0.01.png").stat().st_size > 0
+
+
+@pytest.mark.spark
+def test_cardinality_skips_nodes_past_the_query_budget(bench_spark: Any, tpcds_data: Path, bench_workdir: Path) -> None:
+    from benchmarks import cardinality
+    from tempura import tpcds
+
+    session = cardinality.prepare(0.01, bench_workdir, bench_spark, lambda _m: None, cardinality.SUITES["tpcds"], tpcds_data,
+                                  ["date_dim", "item", "store_sales"])
+    measured = cardinality.measure_query(bench_spark, session, "q03", tpcds.query_text("q03"), query_timeout=0.0)
+    assert measured.results == [] and measured.skipped
+    assert {s.reason for s in measured.skipped} == {"query time budget spent"}
+
+
+@pytest.mark.spark
+def test_join_order_tpcds_runs_every_contender_and_compares_results(bench_spark: Any, tpcds_data: Path,
+                                                                    bench_workdir: Path, tmp_path: Path) -> None:
+    from benchmarks import join_order
+    from benchmarks.join_order import CONTENDERS
+
+    # The written order crosses customer_demographics (1.9M rows at every scale) with date_dim:
+    # cancelled at the timeout, which the report gives as a lower bound.
+    report = join_order.run(0.01, bench_workdir, tmp_path / "out", ["q26"], 3, 20.0, lambda _m: None, "tpcds",
+                            tpcds_data)
+    (q26,) = report["queries"]
+    assert report["suite"] == "TPC-DS" and q26["query"] == "q26"
+    for contender in CONTENDERS:
+        cancelled = q26["timed_out"][contender]
+        assert q26["times"][contender] == [20.0] if cancelled else len(q26["times"][contender]) == 3, contender
+    assert not q26["timed_out"]["tempura"] and not q26["timed_out"]["spark-cbo"]
+    finished = {c for c in CONTENDERS if not q26["timed_out"][c]} - {"spark-rules"}  # spark-rules: the reference
+    assert q26["equal_to_spark"] == {c: True for c in finished}
+    # Dimensions first: the written order crosses customer_demographics with date_dim.
+    assert q26["written_order_cross_product"] and q26["written_order_bad"]
+    assert (tmp_path / "out" / "join-order-tpcds-sf0.01.json").exists()
