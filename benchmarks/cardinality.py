@@ -423,7 +423,7 @@ def chart(results: list[NodeResult], path: Path, scale: float, suite: str = "TPC
     left.legend(loc="lower right")
     operators = sorted({r.operator for r in results})
     data = [[math.log10(r.q_error) for r in results if r.operator == op] for op in operators]
-    right.boxplot(data, tick_labels=operators, vert=True)
+    right.boxplot(data, tick_labels=operators)
     right.set_ylabel("log10 q-error (tempura)")
     right.set_title("tempura q-error by operator")
     right.tick_params(axis="x", rotation=45)
