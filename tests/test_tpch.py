@@ -66,13 +66,16 @@ def spark_joins_and_scans(frame: object) -> tuple[list[tuple[str, str]], list[st
     """The joins (algorithm, build side) and scanned tables of Spark's executed plan, in the
     order the plan prints them (pre-order, left before right), and how many range exchanges (a
     global sort's) it runs. Exchange reuse is off while the plan is made, so that a repeated
-    subplan prints in full rather than as a reference."""
+    subplan prints in full rather than as a reference, and a scan's location is printed whole
+    (Spark shortens it past 100 characters, which a deep temporary directory exceeds)."""
     spark = frame.sparkSession  # type: ignore[attr-defined]
     spark.conf.set("spark.sql.exchange.reuse", "false")
+    spark.conf.set("spark.sql.maxMetadataStringLength", "10000")
     try:
         text = frame._jdf.queryExecution().executedPlan().toString()  # type: ignore[attr-defined]
     finally:
         spark.conf.unset("spark.sql.exchange.reuse")
+        spark.conf.unset("spark.sql.maxMetadataStringLength")
     joins: list[tuple[str, str]] = []
     scans: list[str] = []
     ranges = 0
