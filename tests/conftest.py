@@ -24,7 +24,10 @@ def rewrite(request: pytest.FixtureRequest) -> bool:
 def spark() -> Iterator[object]:
     from tempura.runtime import get_spark
 
-    session = get_spark(master="local[2]", conf={"spark.sql.shuffle.partitions": "2"})
+    # The JIT's first tier only: the suite runs thousands of small, different Spark queries, and on
+    # two cores the optimizing compiler's work costs more than its faster code saves.
+    session = get_spark(master="local[2]", conf={"spark.sql.shuffle.partitions": "2",
+                                                 "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"})
     yield session
     session.stop()
 

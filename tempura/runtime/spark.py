@@ -2,7 +2,8 @@
 
 Defaults suit a small machine (few shuffle partitions, a modest driver, no UI). The master comes
 from the caller, else ``TEMPURA_SPARK_MASTER``, else ``local[*]``; any Spark setting can be
-overridden through ``conf``.
+overridden through ``conf``; driver JVM options given there are added to tempura's logging
+configuration.
 """
 
 from __future__ import annotations
@@ -53,6 +54,16 @@ def check_java(minimum: int = 17) -> int:
     return major
 
 
+def session_settings(conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """tempura's defaults overridden by ``conf``; driver JVM options in ``conf`` come after
+    tempura's logging configuration rather than replacing it."""
+    settings = {**DEFAULT_CONF, **(conf or {})}
+    logging = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
+    settings["spark.driver.extraJavaOptions"] = " ".join(
+        filter(None, (logging, settings.get("spark.driver.extraJavaOptions", ""))))
+    return settings
+
+
 def get_spark(
     master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "tempura"
 ) -> SparkSession:
@@ -65,11 +76,7 @@ def get_spark(
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = {
-        **DEFAULT_CONF,
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
-        **(conf or {}),
-    }
+    settings = session_settings(conf)
     builder = SparkSession.builder.appName(app_name).master(master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER)
     for key, value in settings.items():
         builder = builder.config(key, value)
