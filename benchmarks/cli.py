@@ -185,9 +185,11 @@ def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[
 @click.option("--query", "queries", multiple=True, help="Only these queries (TPC-H q02, q03, …; TPC-DS q13, q17, …).")
 @click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=3), help="Measured rounds per query.")
 @click.option("--timeout", default=600.0, show_default=True, type=float, help="Seconds before a run is cancelled.")
+@click.option("--max-cross-rows", default=1e10, show_default=True, type=float,
+              help="Spark's written order is not run when one of its cross products would make more rows (estimated).")
 @user_errors
 def bench_join_order(scale: float, suite: str, data: str | None, workdir: str, out: str, queries: tuple[str, ...],
-                     repeat: int, timeout: float) -> None:
+                     repeat: int, timeout: float, max_cross_rows: float) -> None:
     """TPC-H or TPC-DS queries in an adversarial join order: Spark as written, Spark's rules, Spark's CBO and tempura."""
     from rich.console import Console
     from rich.table import Table
@@ -200,7 +202,7 @@ def bench_join_order(scale: float, suite: str, data: str | None, workdir: str, o
         raise TempuraError(f"unknown join-order query: {', '.join(unknown)} (known: {', '.join(known)})")
     console = Console(stderr=True)
     report = join_order.run(scale, Path(workdir), Path(out), list(queries) or None, repeat, timeout, lambda m: console.log(m),
-                            suite, Path(data) if data else None)
+                            suite, Path(data) if data else None, max_cross_rows)
     table = Table(title=f"join order, {report['suite']} scale {scale:g}, median of {repeat} alternating runs")
     for column in ("query", "written s", "Spark rules s", "Spark CBO s", "tempura s", "written/tempura", "rules/tempura",
                    "CBO/tempura", "opt ms", "memo", "equal"):
@@ -223,8 +225,13 @@ def bench_join_order(scale: float, suite: str, data: str | None, workdir: str, o
         f"CBO/tempura {report['geomean_ratio_cbo_to_tempura']:.2f}; "
         f"*: written order has a cross product; **: one that multiplies rows, a bad order (there: geomean "
         f"written/tempura {report['geomean_ratio_written_to_tempura_bad_order']:.2f}, least "
-        f"{report['min_ratio_written_to_tempura_bad_order']:.2f}); '>': cancelled at the timeout, a lower bound"
+        f"{report['min_ratio_written_to_tempura_bad_order']:.2f}); '>': cancelled at the timeout, not run or "
+        f"failed (below), a lower bound"
     )
+    for key, label in (("not_run", "not run, "), ("failed", "failed: ")):
+        for name, reasons in report[key].items():
+            for contender, reason in reasons.items():
+                click.echo(f"{name} {contender}: {label}{reason}")
     click.echo("wrote " + ", ".join(report["files"]))
 
 

@@ -24,7 +24,11 @@ Each query runs once per contender to warm up, then ``repeat`` rounds in which t
 run one after the other, in an order that rotates each round. A run still going after
 ``timeout`` seconds is cancelled; a contender whose warm-up was cancelled is not run again on
 that query, and its time is reported as the timeout, a lower bound (``timed_out``), as are the
-ratios over it. A query's written order *has a cross product* when Spark's physical plan for
+ratios over it. ``spark-written`` is not run at all when one of its cross products would make
+more than ``max_cross_rows`` rows by Spark's own estimate (``not_run`` gives the product): such a
+run cannot finish within any timeout worth waiting for and may take the driver's memory with it;
+its time is the timeout, a lower bound, as for a cancelled run. A Spark contender that fails
+(not tempura) is reported the same way, with its error's first line (``failed``). A query's written order *has a cross product* when Spark's physical plan for
 ``spark-written`` holds a ``CartesianProduct`` or a ``BroadcastNestedLoopJoin``; it is *bad* when
 one of those cross products multiplies rows: both its inputs have more than one row by Spark's
 own estimate (the written order's logical plan costed with the analysed statistics). A cross
@@ -93,8 +97,12 @@ def query_text(name: str, suite: str = "tpch") -> str:
     return (SUITE_QUERY_DIRS[suite] / f"{name}.sql").read_text(encoding="utf-8")
 
 
+MAX_CROSS_ROWS = 1e10
+"""Above this many rows (Spark's estimate) a cross product of the written order is not run."""
+
+
 def run(scale: float, workdir: Path, out: Path, queries: list[str] | None, repeat: int, timeout: float, progress: Progress,
-        suite: str = "tpch", data: Path | None = None) -> dict[str, Any]:
+        suite: str = "tpch", data: Path | None = None, max_cross_rows: float = MAX_CROSS_ROWS) -> dict[str, Any]:
     from tempura.runtime import get_spark
 
     chosen = SUITES[suite]
@@ -107,7 +115,7 @@ def run(scale: float, workdir: Path, out: Path, queries: list[str] | None, repea
     results = []
     for name in names:
         progress(f"{name}: planning and running {repeat} alternating rounds")
-        results.append(measure(spark, session, name, repeat, timeout, texts[name]))
+        results.append(measure(spark, session, name, repeat, timeout, texts[name], max_cross_rows))
     report = build_report(scale, repeat, results, chosen.title)
     out.mkdir(parents=True, exist_ok=True)
     stem = chosen.stem("join-order", scale)
@@ -118,10 +126,14 @@ def run(scale: float, workdir: Path, out: Path, queries: list[str] | None, repea
 
 
 def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeout: float,
-            text: str | None = None) -> dict[str, Any]:
+            text: str | None = None, max_cross_rows: float = MAX_CROSS_ROWS) -> dict[str, Any]:
     text = query_text(name) if text is None else text
     planned = session.optimize(text)
     bound = planned.query
+    sides = written_cross_product_rows(spark, text)
+    largest = max((cross_rows(pair) for pair in sides), default=0.0)
+    not_run = {"spark-written": f"a cross product of {largest:.3g} estimated rows"} if largest > max_cross_rows else {}
+    failed: dict[str, str] = {}
 
     def frame(contender: str) -> Callable[[], DataFrame]:
         def make() -> DataFrame:
@@ -136,7 +148,16 @@ def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeo
     times: dict[str, list[float]] = {c: [] for c in CONTENDERS}
     rows: dict[str, list[tuple[Any, ...]] | None] = {}
     for contender in CONTENDERS:  # warm-up, and the rows to compare
-        seconds, rows[contender] = timed_collect(spark, frame(contender), timeout)
+        if contender in not_run:
+            seconds, rows[contender] = timeout, None
+        else:
+            try:
+                seconds, rows[contender] = timed_collect(spark, frame(contender), timeout)
+            except Exception as error:  # noqa: BLE001 - a Spark contender's failure is reported, not raised
+                if contender == "tempura":
+                    raise
+                failed[contender] = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+                seconds, rows[contender] = timeout, None
         if rows[contender] is None:
             times[contender] = [seconds]  # cancelled: the timeout, a lower bound, and no more runs
     running = [c for c in CONTENDERS if rows[c] is not None]
@@ -156,6 +177,8 @@ def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeo
         "times": times,
         "median": {c: statistics.median(v) for c, v in times.items()},
         "timed_out": {c: rows[c] is None for c in CONTENDERS},
+        "not_run": not_run,
+        "failed": failed,
         "equal_to_spark": equal,
         "optimization_seconds": planned.report.seconds,
         "memo_groups": planned.report.groups,
@@ -164,7 +187,7 @@ def measure(spark: SparkSession, session: Session, name: str, repeat: int, timeo
         "tempura_joins": [n.operator + (" " + n.details.rsplit("build=", 1)[1] if "build=" in n.details else "")
                           for n in planned.physical.walk() if "Join" in n.operator],
         "written_order_cross_product": written_joins(spark, text),
-        "written_cross_product_rows": (sides := written_cross_product_rows(spark, text)),
+        "written_cross_product_rows": sides,
         "written_order_bad": any(multiplies_rows(pair) for pair in sides),
     }
 
@@ -221,6 +244,11 @@ def _estimated_rows(node: Any) -> float | None:
     return float(value if isinstance(value, (int, float)) else value.toString())
 
 
+def cross_rows(sides: list[float | None]) -> float:
+    """The rows a cross product makes by the estimates of its inputs (0 when one is unknown)."""
+    return 0.0 if any(rows is None for rows in sides) else math.prod(rows for rows in sides if rows is not None)
+
+
 def multiplies_rows(sides: list[float | None]) -> bool:
     """A cross product multiplies rows unless one input is known to have at most one row."""
     return not any(rows is not None and rows <= 1 for rows in sides)
@@ -256,6 +284,8 @@ def build_report(scale: float, repeat: int, results: list[dict[str, Any]], suite
         "geomean_ratio_written_to_tempura_bad_order": geomean([r["ratio_written_to_tempura"] for r in bad]),
         "min_ratio_written_to_tempura_bad_order": min((r["ratio_written_to_tempura"] for r in bad), default=float("nan")),
         "timed_out": {c: [r["query"] for r in results if r.get("timed_out", {}).get(c)] for c in CONTENDERS},
+        "not_run": {r["query"]: r["not_run"] for r in results if r.get("not_run")},
+        "failed": {r["query"]: r["failed"] for r in results if r.get("failed")},
         "max_optimization_seconds": max((r["optimization_seconds"] for r in results), default=0.0),
         "all_equal": all(all(r["equal_to_spark"].values()) for r in results),
         "queries": results,

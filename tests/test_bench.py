@@ -222,3 +222,22 @@ def test_join_order_tpcds_runs_every_contender_and_compares_results(bench_spark:
     # Dimensions first: the written order crosses customer_demographics with date_dim.
     assert q26["written_order_cross_product"] and q26["written_order_bad"]
     assert (tmp_path / "out" / "join-order-tpcds-sf0.01.json").exists()
+
+
+@pytest.mark.spark
+def test_join_order_does_not_run_a_written_cross_product_past_the_row_limit(bench_spark: Any, tpcds_data: Path,
+                                                                          bench_workdir: Path) -> None:
+    from benchmarks import cardinality, join_order
+
+    session = cardinality.prepare(0.01, bench_workdir, bench_spark, lambda _m: None, cardinality.SUITES["tpcds"], tpcds_data,
+                                  join_order.tables_read([join_order.query_text("q26", "tpcds")]))
+    result = join_order.measure(bench_spark, session, "q26", 3, 30.0, join_order.query_text("q26", "tpcds"),
+                                max_cross_rows=1e6)
+    largest = max(join_order.cross_rows(p) for p in result["written_cross_product_rows"])
+    assert largest > 1e6 and list(result["not_run"]) == ["spark-written"]
+    assert f"{largest:.3g} estimated rows" in result["not_run"]["spark-written"]
+    assert result["times"]["spark-written"] == [30.0] and result["timed_out"]["spark-written"]
+    assert all(len(result["times"][c]) == 3 for c in ("spark-rules", "spark-cbo", "tempura")) and not result["failed"]
+    assert result["equal_to_spark"] == {"spark-cbo": True, "tempura": True}
+    report = join_order.build_report(0.01, 3, [result], "TPC-DS")
+    assert report["not_run"] == {"q26": result["not_run"]} and report["timed_out"]["spark-written"] == ["q26"]
