@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from tempura.errors import TempuraError
-from tempura.runtime import compare_results
+from tempura.runtime import compare_results, spark_rows
 from tempura.runtime.faults import PHASES, VARIABLE
 from tempura.runtime.lock import NAME as LOCK_NAME
 from tempura.runtime.store import JobStore
@@ -339,7 +339,7 @@ def check(spark: SparkSession, trial: Trial, through: int | None = None,
         verdict.checked.append(index)
         key = (trial.scenario.name, index)
         if key not in cache:
-            cache[key] = [tuple(r) for r in reference(spark, spec, cycle, index).collect()]
+            cache[key] = spark_rows(reference(spark, spec, cycle, index))
         found = results[index]
         if isinstance(found, str):
             verdict.wrong[index] = found

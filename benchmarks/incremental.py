@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from benchmarks.charts import colour, time_point_axis
-from tempura.runtime import compare_results
+from tempura.runtime import compare_results, spark_rows
 from tempura.scheduler.reference import reference
 from tempura.scheduler.spec import Spec
 from tempura.standing import StandingQuery
@@ -129,7 +129,7 @@ def _native(spark: SparkSession, spec: Spec, workdir: Path) -> Attempt:
     for point in points:
         if point.index not in cycle.time_points.deliver:
             continue
-        expected = [tuple(r) for r in reference(spark, spec, cycle, point.index).collect()]
+        expected = spark_rows(reference(spark, spec, cycle, point.index))
         outcome = compare_results(expected, [tuple(r) for r in point.read(spark).collect()])
         if not outcome.equal:
             wrong.append(f"t{point.index}: {outcome.reason}")

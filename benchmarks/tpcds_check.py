@@ -39,10 +39,10 @@ from tempura import tpcds
 from tempura.api import Session
 from tempura.errors import TempuraError, UnsupportedQuery
 from tempura.runtime import compare_results, get_spark, run_with_fallback
-from tempura.runtime.executor import SparkPlanning
+from tempura.runtime.executor import spark_own_planning
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 STATUSES = ("equal", "refused", "wrong", "error")
 
@@ -123,32 +123,16 @@ def collect_within(frame: DataFrame, seconds: float, group: str) -> list[tuple[A
         context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
 
-def spark_settings(spark: SparkSession) -> dict[str, str | None]:
-    """The values of the settings tempura's runs change (``SparkPlanning``), None where unset."""
-    return {key: spark.conf.get(key, None) for key in SparkPlanning().conf()}
-
-
-def restore_settings(spark: SparkSession, settings: dict[str, str | None]) -> None:
-    """Put back ``settings`` (from :func:`spark_settings`)."""
-    for key, value in settings.items():
-        if value is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, value)
-
-
-def check_query(session: Session, name: str, timeout: float = TIMEOUT_SECONDS,
-                spark_own: dict[str, str | None] | None = None) -> QueryOutcome:
+def check_query(session: Session, name: str, timeout: float = TIMEOUT_SECONDS) -> QueryOutcome:
     """Run TPC-DS query ``name`` through Spark and through tempura's plan, and classify it; a run
-    longer than ``timeout`` seconds is an error. Spark's run uses ``spark_own`` settings (Spark's
-    join reordering and adaptive execution, which a tempura run before it turned off)."""
+    longer than ``timeout`` seconds is an error. Spark's run plans by Spark's own settings (its join
+    reordering and adaptive execution, which a tempura run before it turned off)."""
     spark = session.spark
     text = tpcds.query_text(name)
-    if spark_own is not None:
-        restore_settings(spark, spark_own)
     started = time.perf_counter()
     try:
-        expected = collect_within(spark.sql(text), timeout, f"tpcds-check {name} spark")
+        with spark_own_planning(spark):
+            expected = collect_within(spark.sql(text), timeout, f"tpcds-check {name} spark")
     except Exception as error:  # Spark itself cannot run the text: nothing to compare with
         return QueryOutcome(name, "error", f"spark: {type(error).__name__}: {first_line(error)}",
                             spark_seconds=time.perf_counter() - started)
@@ -176,22 +160,18 @@ def run_tpcds(session: Session, names: list[str], console: Console | None = None
               timeout: float = TIMEOUT_SECONDS) -> list[QueryOutcome]:
     """:func:`check_query` for each of ``names``, with a progress bar and a line per query."""
     outcomes = []
-    spark_own = spark_settings(session.spark)
-    try:
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task("TPC-DS", total=len(names))
-            for name in names:
-                progress.update(task, description=f"TPC-DS {name}")
-                outcome = check_query(session, name, timeout, spark_own)
-                outcomes.append(outcome)
-                progress.console.print(f"{name} {outcome.status} ({rows_text(outcome)} rows) {outcome.message}".rstrip(),
-                                       markup=False, highlight=False, soft_wrap=True)
-                if outcome.fallback:
-                    progress.console.print(f"{name} warning: {outcome.fallback}", markup=False, highlight=False,
-                                           soft_wrap=True)
-                progress.advance(task)
-    finally:
-        restore_settings(session.spark, spark_own)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("TPC-DS", total=len(names))
+        for name in names:
+            progress.update(task, description=f"TPC-DS {name}")
+            outcome = check_query(session, name, timeout)
+            outcomes.append(outcome)
+            progress.console.print(f"{name} {outcome.status} ({rows_text(outcome)} rows) {outcome.message}".rstrip(),
+                                   markup=False, highlight=False, soft_wrap=True)
+            if outcome.fallback:
+                progress.console.print(f"{name} warning: {outcome.fallback}", markup=False, highlight=False,
+                                       soft_wrap=True)
+            progress.advance(task)
     return outcomes
 
 

@@ -16,11 +16,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from benchmarks.tpcds_check import restore_settings, spark_settings
 from tempura import tpch
 from tempura.api import Session
 from tempura.errors import TempuraError
-from tempura.runtime import compare_results, execute, get_spark
+from tempura.runtime import compare_results, execute, get_spark, spark_rows
 
 
 @dataclass
@@ -40,16 +39,14 @@ def run_tpch(session: Session, names: list[str], console: Console | None = None)
     """Run TPC-H ``names`` through tempura's plans and through Spark, and compare each pair. The
     tempura time includes optimization, which is also reported on its own."""
     spark = session.spark
-    spark_own = spark_settings(spark)  # Spark's own planning, which each tempura run turns off
     runs = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("TPC-H", total=len(names))
         for name in names:
             progress.update(task, description=f"TPC-H {name}")
             text = tpch.query_text(name)
-            restore_settings(spark, spark_own)
             started = time.perf_counter()
-            expected = [tuple(r) for r in spark.sql(text).collect()]
+            expected = spark_rows(spark.sql(text))  # Spark's own planning, which each tempura run turns off
             spark_seconds = time.perf_counter() - started
             started = time.perf_counter()
             try:

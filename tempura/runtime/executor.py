@@ -15,14 +15,20 @@ rule-based rewrites (``ReorderJoin``, the semi/anti join pushdowns) move joins, 
 execution can switch join algorithms and coalesce partitions at run time.
 :class:`SparkPlanning` says whether each is on; while tempura's plans run both are off by default,
 so that what runs is what was costed. Spark reads these settings when a query executes, so they
-are set on the session for as long as it runs tempura's plans.
+are set on the session for as long as it runs tempura's plans. Whatever the session held before
+tempura set them is remembered: :func:`spark_own_planning` puts it back while the user's own query
+runs through ``spark.sql`` (a reference result, or Spark's side of a benchmark), since
+``ReorderJoin`` turned off leaves a query's comma joins in their written order, cross products
+and all.
 """
 
 from __future__ import annotations
 
 import re
+import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from tempura.algebra import LogicalPlan, Query
 from tempura.errors import ExecutionError
@@ -57,8 +63,49 @@ class SparkPlanning:
         }
 
     def apply(self, spark: SparkSession) -> None:
+        record = _TOUCHED.setdefault(spark, {})
         for key, value in self.conf().items():
+            current = spark.conf.get(key, None)
+            if key not in record or current != record[key][1]:  # first set, or changed since by the user
+                record[key] = (current, value)
+            else:
+                record[key] = (record[key][0], value)
             spark.conf.set(key, value)
+
+
+# Per session, each planning setting tempura changed: (the value before, the value tempura set).
+_TOUCHED: weakref.WeakKeyDictionary[Any, dict[str, tuple[str | None, str]]] = weakref.WeakKeyDictionary()
+
+
+def _put(spark: SparkSession, key: str, value: str | None) -> None:
+    if value is None:
+        spark.conf.unset(key)
+    else:
+        spark.conf.set(key, value)
+
+
+@contextmanager
+def spark_own_planning(spark: SparkSession) -> Iterator[None]:
+    """Within the block, Spark plans as it did before tempura's plans ran on ``spark`` (each
+    setting :class:`SparkPlanning` changed and nobody changed since is put back); after it, the
+    settings are as they were at its start."""
+    record = _TOUCHED.get(spark, {})
+    saved = {key: spark.conf.get(key, None) for key in record}
+    for key, (before, applied) in record.items():
+        if saved[key] == applied:
+            _put(spark, key, before)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            _put(spark, key, value)
+
+
+def spark_rows(frame: DataFrame) -> list[tuple[Any, ...]]:
+    """The rows of ``frame`` (a user's own query through ``spark.sql``), computed as Spark plans it
+    by its own settings (:func:`spark_own_planning`)."""
+    with spark_own_planning(frame.sparkSession):
+        return [tuple(r) for r in frame.collect()]
 
 
 RAISED_BY_PLAN = re.compile(r"\[USER_RAISED_EXCEPTION\] (.*?) SQLSTATE: P0001")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from tempura.algebra import Query
 from tempura.errors import ExecutionError
-from tempura.runtime.executor import SparkPlanning, execute, spark_error_message, spark_errors
+from tempura.runtime.executor import SparkPlanning, execute, spark_error_message, spark_errors, spark_rows
 from tempura.runtime.sources import SourceData, register_read, register_snapshots
 from tempura.tvr.plan import Fragment, MultiTimePlan
 
@@ -120,6 +120,7 @@ def _opaque(spark: SparkSession, checkpointed: DataFrame) -> DataFrame:
 
 
 def reference(spark: SparkSession, sql: str, sources: Mapping[str, SourceData], version: int) -> list[Row]:
-    """``spark.sql(sql)`` over the snapshot of every source as of ``t_version``."""
+    """``spark.sql(sql)`` over the snapshot of every source as of ``t_version``, planned by Spark's
+    own settings."""
     register_snapshots(spark, sources, version)
-    return [tuple(r) for r in spark.sql(sql).collect()]
+    return spark_rows(spark.sql(sql))

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from tempura.runtime import compare_results
+from tempura.runtime import compare_results, spark_rows
 from tempura.runtime.outputs import SELF_DESCRIBING, read_output
 from tempura.scheduler.reference import reference
 from tempura.scheduler.runner import PointResult, Runner
@@ -122,7 +122,7 @@ def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, che
                              result.delivered is not None)
         if check and result.delivered is not None:
             owed = reference(spark, spec, cycle, result.index)
-            expected = [tuple(r) for r in owed.collect()]
+            expected = spark_rows(owed)
             fmt = runner.output.format if runner.output is not None else "parquet"
             schema = None if fmt in SELF_DESCRIBING else owed.schema
             actual = [tuple(r) for r in read_output(spark, result.delivered, fmt, schema).collect()]
