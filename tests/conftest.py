@@ -1,8 +1,12 @@
 """Shared fixtures: one SparkSession for the whole run (and its settings for tiny data), TPC-H at
-scale 0.01, the --rewrite flag."""
+scale 0.01, the --rewrite flag; and the order test files run in: the longest first, by the seconds
+each took when last measured (``file_seconds.json``, rewritten by ``--record-file-seconds``), so
+that parallel workers finish together instead of one running a long file at the end."""
 
 from __future__ import annotations
 
+import json
+from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -13,6 +17,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--rewrite", action="store_true", default=False, help="rewrite data-driven test expectations"
     )
+    parser.addoption(
+        "--record-file-seconds", action="store_true", default=False,
+        help=f"write each test file's seconds (setup, call and teardown) to tests/{FILE_SECONDS.name}",
+    )
+
+
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+_measured: defaultdict[str, float] = defaultdict(float)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first (a file not measured yet last), each file's tests in their own
+    order: the sort is stable and a file's tests share one key."""
+    if not FILE_SECONDS.exists():
+        return
+    seconds = json.loads(FILE_SECONDS.read_text())
+    items.sort(key=lambda item: -float(seconds.get(item.path.name, 0.0)))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _measured[report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]] += report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    # Only where reports are gathered: the single process, or the parallel run's controller.
+    if config.getoption("--record-file-seconds") and not hasattr(config, "workerinput") and _measured:
+        ranked = sorted(_measured.items(), key=lambda kv: (-kv[1], kv[0]))
+        FILE_SECONDS.write_text(json.dumps({name: round(sec, 1) for name, sec in ranked}, indent=1) + "\n")
 
 
 @pytest.fixture(scope="session")
