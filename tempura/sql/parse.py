@@ -15,10 +15,12 @@ from typing import Mapping
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
-from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.annotate_types import TypeAnnotator
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import ensure_schema
 
 from tempura.errors import BindError, SqlSyntaxError, UnsupportedQuery
+from tempura.sql.scope import aggregate_type, decimal_of
 
 TableSchemas = Mapping[str, Mapping[str, str]]
 """Table name → column name → Spark SQL type string."""
@@ -159,6 +161,34 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
         line, column = (int(match.group(1)), int(match.group(2))) if match else (None, None)
         message = _LOCATION.sub("", message).strip().rstrip(".")
         raise BindError(message[0].lower() + message[1:] if message else "cannot resolve query", line, column) from None
-    annotated = annotate_types(qualified, schema=lowered, dialect=dialect)
+    annotated = SparkDecimals(schema=ensure_schema(lowered, dialect=dialect)).annotate(qualified)
     assert isinstance(annotated, exp.Query)
     return annotated
+
+
+_DERIVED = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg, exp.Case, exp.If, exp.Coalesce)
+
+
+class SparkDecimals(TypeAnnotator):
+    """sqlglot's type inference, with decimal arithmetic, ``CASE``/``IF``/``COALESCE`` and
+    ``SUM``/``AVG`` typed as Spark types them (:func:`~tempura.sql.scope.decimal_of`). The types
+    are set as each node is annotated, so a derived table's column carries its expression's
+    Spark type into the query around it (``SUM(x) / n`` is ``decimal(38,12)`` outside too, not a
+    bare ``decimal``)."""
+
+    def _set_type(self, expression: exp.Expr, target_type: exp.DataType | exp.DType | None) -> exp.Expr:
+        spark = _spark_decimal(expression)
+        if spark is not None:
+            target_type = exp.DataType.build(spark, dialect="spark")
+        return super()._set_type(expression, target_type)
+
+
+def _spark_decimal(node: exp.Expr) -> str | None:
+    """Spark's type of ``node`` where it is a decimal tempura derives, else None."""
+    if isinstance(node, (exp.Sum, exp.Avg)):
+        text = aggregate_type(node)
+        return text if text.startswith("decimal(") else None
+    if isinstance(node, _DERIVED):
+        shape = decimal_of(node)
+        return f"decimal({shape[0]},{shape[1]})" if isinstance(shape, tuple) else None
+    return None

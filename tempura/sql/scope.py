@@ -56,7 +56,7 @@ class Bound:
 def spark_type(node: exp.Expr | None) -> str:
     """The Spark SQL type string of ``node``: sqlglot's annotation, with the type of arithmetic on
     decimals as Spark derives it (:func:`decimal_of`)."""
-    if isinstance(node, _ARITHMETIC) or (isinstance(node, exp.Literal) and not node.is_string):
+    if isinstance(node, _ARITHMETIC + _CHOICES) or (isinstance(node, exp.Literal) and not node.is_string):
         decimal = decimal_of(node)
         if decimal == "double":
             return "double"
@@ -73,6 +73,7 @@ def _annotated(node: exp.Expr | None) -> str:
 
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg)
+_CHOICES = (exp.Case, exp.If, exp.Coalesce)
 _INTEGRAL_DIGITS = {"tinyint": 3, "byte": 3, "smallint": 5, "short": 5, "int": 10, "integer": 10, "bigint": 20, "long": 20}
 _FLOATING = ("float", "double", "real")
 _MAX_PRECISION = 38
@@ -101,6 +102,8 @@ def decimal_of(node: exp.Expr) -> DecimalShape:
     ``max(6, s1 + p2 + 1)``; past 38 digits the scale is cut (:func:`_bounded`)."""
     if isinstance(node, (exp.Paren, exp.Neg)):
         return decimal_of(node.this)
+    if isinstance(node, _CHOICES):
+        return _common_decimal(_choices(node))
     if isinstance(node, exp.Literal) and not node.is_string:
         whole, dot, fraction = node.this.lstrip("-").partition(".")
         if dot and (whole + fraction).isdigit():
@@ -132,6 +135,51 @@ def decimal_of(node: exp.Expr) -> DecimalShape:
         precision, scale = (int(x) for x in inside.split(","))
         return precision, scale
     return None
+
+
+def _choices(node: exp.Expr) -> list[exp.Expr]:
+    """The values a ``CASE``, ``IF`` or ``COALESCE`` may return."""
+    if isinstance(node, exp.Case):
+        return [branch.args["true"] for branch in node.args.get("ifs") or []] + (
+            [node.args["default"]] if node.args.get("default") is not None else [])
+    if isinstance(node, exp.If):
+        return [v for v in (node.args.get("true"), node.args.get("false")) if v is not None]
+    return [node.this, *node.expressions]
+
+
+def _common_decimal(values: list[exp.Expr]) -> DecimalShape:
+    """The decimal Spark coerces the values of a ``CASE``/``IF``/``COALESCE`` to when one is a
+    decimal: the widest scale and the most integral digits, at most 38 in all (integral values as
+    ``decimal(10,0)`` or ``decimal(20,0)`` by their type; ``NULL`` does not count). ``None`` when
+    none is a decimal, or one is neither a number nor ``NULL``."""
+    shapes: list[tuple[int, int]] = []
+    decimal = False
+    for value in values:
+        if isinstance(value, exp.Null):
+            continue
+        shape = decimal_of(value)
+        if shape == "double":
+            return "double"
+        if shape is not None and not (isinstance(value, exp.Literal) and "." not in value.this):
+            decimal = True
+        else:
+            shape = _integral_by_type(value)
+            if shape is None:
+                return None
+        shapes.append(shape)
+    if not decimal:
+        return None
+    scale = max(s for _, s in shapes)
+    integral = max(p - s for p, s in shapes)
+    return min(_MAX_PRECISION, integral + scale), min(_MAX_PRECISION, scale)
+
+
+def _integral_by_type(node: exp.Expr) -> tuple[int, int] | None:
+    """An integral value as the decimal its type widens to (a literal is an ``int`` if it fits)."""
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+        return (10, 0) if abs(int(node.this)) < 2**31 else (20, 0)
+    digits = _INTEGRAL_DIGITS.get(_annotated(node))
+    return (digits, 0) if digits is not None else None
 
 
 def _integral_as_decimal(node: exp.Expr) -> tuple[int, int] | None:

@@ -101,7 +101,7 @@ def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> 
         sum_type = _sum_type(call, input_schema)
         decimal = sum_type.startswith("decimal")
         plain = arg.copy() if decimal or fn == "sum" else exp.cast(arg.copy(), sum_type)  # AVG sums doubles
-        signed = exp.Mul(this=exp.Paren(this=plain.copy()), expression=col(MULT))
+        signed = _signed(plain, sum_type)
 
         def total(of: exp.Expr) -> exp.Expr:
             # SUM widens decimals (and a product with the multiplicity): keep the declared type
@@ -116,6 +116,22 @@ def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> 
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+
+
+def _signed(value: exp.Expr, sum_type: str) -> exp.Expr:
+    """``value`` times the row's multiplicity. Spark types a decimal ``(p, s)`` times ``bigint``
+    as ``(p + 21, s)``, and past 38 digits it cuts the scale to as little as 6 (and a ``CASE``
+    over such branches too): a sum of ``SUM(x) / n``-like values would lose its digits. A row of
+    multiplicity 1 or -1 (every row but consolidated duplicates) therefore contributes ``value``
+    or ``-value`` itself, each branch in the sum's own type."""
+    product = exp.Mul(this=exp.Paren(this=value.copy()), expression=col(MULT))
+    if not sum_type.startswith("decimal"):
+        return product
+    return exp.Case(ifs=[
+        exp.If(this=exp.EQ(this=col(MULT), expression=exp.Literal.number(1)), true=exp.cast(value.copy(), sum_type)),
+        exp.If(this=exp.EQ(this=col(MULT), expression=exp.Literal.number(-1)),
+               true=exp.cast(exp.Neg(this=exp.Paren(this=value.copy())), sum_type)),
+    ], default=exp.cast(product, sum_type))
 
 
 def _sum_type(call: AggregateCall, input_schema: Schema | None) -> str:
