@@ -161,8 +161,9 @@ def check_standing(spark: SparkSession, catalog_dir: Path, lookup: TableLookup, 
         outcome.distinct_plans = len(runs)
     except TempuraError as error:
         outcome.status, outcome.message = "error", f"{type(error).__name__}: {str(error).splitlines()[0]}"
-    except Exception as error:  # Spark failures: kept as the outcome's first line
-        lines = [line for line in str(error).splitlines() if line.strip()]
+    except Exception as error:  # Spark failures: kept as the outcome's first line (the JVM's own)
+        java = getattr(error, "java_exception", None)
+        lines = [line for line in str(java if java is not None else error).splitlines() if line.strip()]
         outcome.status, outcome.message = "error", f"{type(error).__name__}: {lines[0] if lines else ''}"
     outcome.seconds = time.perf_counter() - started
     return outcome
