@@ -53,10 +53,11 @@ def test_a_users_query_plans_by_the_settings_the_session_had_before_tempuras_pla
             assert " = " in first_join()  # Spark's ReorderJoin: ta with tc on a = c first
         assert sorted(spark_rows(spark.sql(comma))) == [(1,), (2,), (2,)]
         assert spark.conf.get(ADAPTIVE) == "false" and "ReorderJoin" in spark.conf.get(EXCLUDED)
-        spark.conf.set(ADAPTIVE, "true")  # the user's own change after tempura's: kept
+        mine = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
+        spark.conf.set(EXCLUDED, mine)  # the user's own change after tempura's: kept, not reset to unset
         with spark_own_planning(spark):
-            assert spark.conf.get(ADAPTIVE) == "true" and spark.conf.get(EXCLUDED, None) in (None, "")
-        assert spark.conf.get(ADAPTIVE) == "true"
+            assert spark.conf.get(ADAPTIVE) == "true" and spark.conf.get(EXCLUDED) == mine
+        assert spark.conf.get(ADAPTIVE) == "false" and spark.conf.get(EXCLUDED) == mine
     finally:
         for key, value in before.items():
             if value is None:

@@ -73,10 +73,8 @@ class SparkPlanning:
         record = _TOUCHED.setdefault(spark, {})
         for key, value in self.conf().items():
             current = spark.conf.get(key, None)
-            if key not in record or current != record[key][1]:  # first set, or changed since by the user
-                record[key] = (current, value)
-            else:
-                record[key] = (record[key][0], value)
+            ours = key in record and current == record[key][1]  # else first set, or changed since by the user
+            record[key] = (record[key][0] if ours else current, value)
             spark.conf.set(key, value)
 
 

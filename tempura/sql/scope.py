@@ -160,7 +160,7 @@ def _common_decimal(values: list[exp.Expr]) -> DecimalShape:
         shape = decimal_of(value)
         if shape == "double":
             return "double"
-        if shape is not None and not (isinstance(value, exp.Literal) and "." not in value.this):
+        if shape is not None:  # a decimal (an integer literal is none)
             decimal = True
         else:
             shape = _integral_by_type(value)
@@ -178,8 +178,7 @@ def _integral_by_type(node: exp.Expr) -> tuple[int, int] | None:
     """An integral value as the decimal its type widens to (a literal is an ``int`` if it fits)."""
     if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
         return (10, 0) if abs(int(node.this)) < 2**31 else (20, 0)
-    digits = _INTEGRAL_DIGITS.get(_annotated(node))
-    return (digits, 0) if digits is not None else None
+    return _integral_as_decimal(node)
 
 
 def _integral_as_decimal(node: exp.Expr) -> tuple[int, int] | None:
