@@ -610,6 +610,15 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
     _each(specs, select, one)
 
 
+@main.command("submit-file")
+def submit_file() -> None:
+    """Print the file to give spark-submit: spark-submit [options] FILE run spec.yaml runs tempura
+    with spark-submit's master and settings."""
+    import tempura.__main__ as entry
+
+    click.echo(entry.__file__)
+
+
 @main.command("rules")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--family", type=click.Choice(["normalize", "explore", "collapse", "implement", "enforce", "tvr"]), default=None,

@@ -153,7 +153,8 @@ class StandingQuery:
         if self._spark is None:
             from tempura.runtime import get_spark
 
-            self._spark = get_spark(self.spec.model.spark.master, dict(self.spec.model.spark.conf))
+            self._spark = get_spark(self.spec.model.spark.master, dict(self.spec.model.spark.conf),
+                                     app_name=f"tempura:{self.name}")
         return self._spark
 
     def job_folder(self, simulated: str | None = None) -> Path:

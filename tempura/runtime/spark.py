@@ -1,17 +1,29 @@
-"""The SparkSession factory: one session per process, local by default, a cluster by config.
+"""The SparkSession factory: one session per process, and whose settings win.
 
-Defaults suit a small machine (few shuffle partitions, a modest driver, no UI). The master comes
-from the caller, else ``TEMPURA_SPARK_MASTER``, else ``local[*]``; any Spark setting can be
-overridden through ``conf``; driver JVM options given there are added to tempura's logging
-configuration.
+Spark's settings belong to the user. tempura uses a session that is already active (a notebook,
+a script) as it is. Otherwise it creates one, and a setting the user gave wins over tempura's
+own, in this order (``docs/runtime.md``, *Spark's settings*):
+
+1. what the launch gave (:func:`launch_settings`): ``spark-submit``'s flags, its properties file
+   (``--properties-file``, else ``spark-defaults.conf`` in ``SPARK_CONF_DIR`` or
+   ``SPARK_HOME/conf``), ``PYSPARK_SUBMIT_ARGS``;
+2. ``TEMPURA_SPARK_MASTER``, for the master;
+3. the caller's (a spec's ``spark:`` section: ``master`` and ``conf``);
+4. tempura's defaults: :data:`GENERAL_CONF` always, and :data:`SMALL_MACHINE_CONF` only for a
+   local master in a JVM tempura started itself.
+
+The application is named after the spec (``tempura:<name>``) unless the launch named it. Driver
+JVM options get tempura's logging configuration added in front, never replaced.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
@@ -22,17 +34,38 @@ if TYPE_CHECKING:
 
 MASTER_ENV = "TEMPURA_SPARK_MASTER"
 DEFAULT_MASTER = "local[*]"
+APP_NAME = "tempura"
 
-DEFAULT_CONF: dict[str, str] = {
+# For a local master in a JVM tempura starts: a few shuffle partitions, a modest driver, no UI.
+SMALL_MACHINE_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
     "spark.driver.memory": "2g",
     "spark.ui.enabled": "false",
+}
+
+# Wherever tempura creates the session: results' timestamps in one zone, and no progress bars
+# drawn over tempura's own output.
+GENERAL_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
 }
 
+DEFAULT_CONF: dict[str, str] = {**SMALL_MACHINE_CONF, **GENERAL_CONF}
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+# spark-submit's flags that stand for a setting.
+# Whether this process's JVM was started by :func:`get_spark` (a session stopped and created
+# again keeps tempura's defaults).
+_STARTED_JVM = False
+
+_FLAGS = {"--master": "spark.master", "--name": "spark.app.name", "--driver-memory": "spark.driver.memory",
+          "--driver-java-options": JAVA_OPTIONS, "--deploy-mode": "spark.submit.deployMode",
+          "--executor-memory": "spark.executor.memory", "--executor-cores": "spark.executor.cores",
+          "--num-executors": "spark.executor.instances", "--total-executor-cores": "spark.cores.max"}
 
 
 class JavaMissing(TempuraError):
@@ -54,32 +87,130 @@ def check_java(minimum: int = 17) -> int:
     return major
 
 
-def session_settings(conf: Mapping[str, str] | None = None) -> dict[str, str]:
-    """tempura's defaults overridden by ``conf``; driver JVM options in ``conf`` come after
-    tempura's logging configuration rather than replacing it."""
-    settings = {**DEFAULT_CONF, **(conf or {})}
-    logging = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
-    settings["spark.driver.extraJavaOptions"] = " ".join(
-        filter(None, (logging, settings.get("spark.driver.extraJavaOptions", ""))))
-    return settings
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java properties file as Spark reads ``spark-defaults.conf``: ``key value``, ``key=value``
+    or ``key: value`` per line, ``#`` and ``!`` comments, a trailing backslash continuing the
+    line; values trimmed."""
+    out: dict[str, str] = {}
+    pending = ""
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = pending + raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        pending = ""
+        cut = next((i for i, c in enumerate(line) if c in "=: \t" and (i == 0 or line[i - 1] != "\\")), len(line))
+        key, rest = line[:cut], line[cut:].lstrip()
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:]
+        if key:
+            out[key] = rest.strip()
+    return out
+
+
+def spark_home() -> Path:
+    """Spark's home: ``SPARK_HOME``, else the installed pyspark package."""
+    if os.environ.get("SPARK_HOME"):
+        return Path(os.environ["SPARK_HOME"])
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def launch_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings a JVM that pyspark launches now would get from the user: its properties
+    file (``--properties-file`` in ``PYSPARK_SUBMIT_ARGS``, else ``spark-defaults.conf`` in
+    ``SPARK_CONF_DIR`` or ``SPARK_HOME/conf``), then ``PYSPARK_SUBMIT_ARGS``'s own flags."""
+    env = os.environ if environ is None else environ
+    args = shlex.split(env.get("PYSPARK_SUBMIT_ARGS", ""))
+    flags: dict[str, str] = {}
+    properties: Path | None = None
+    for n, arg in enumerate(args):
+        flag, equals, inline = arg.partition("=")
+        value = inline if equals else (args[n + 1] if n + 1 < len(args) else "")
+        if flag == "--conf":
+            key, _, setting = value.partition("=")
+            flags[key] = setting
+        elif flag == "--properties-file":
+            properties = Path(value)
+        elif flag in _FLAGS:
+            flags[_FLAGS[flag]] = value
+    if properties is None:
+        folder = Path(env["SPARK_CONF_DIR"]) if env.get("SPARK_CONF_DIR") else spark_home() / "conf"
+        properties = folder / "spark-defaults.conf"
+    given = read_properties(properties) if properties.is_file() else {}
+    return {key: value for key, value in {**given, **flags}.items() if key.startswith("spark.")}
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """What tempura sets on a session it creates: the master (``None``: the launch's), the
+    settings, and the application's name (``None``: the launch's)."""
+
+    master: str | None
+    conf: dict[str, str]
+    app_name: str | None
+
+
+def session_settings(
+    launch: Mapping[str, str], master: str | None = None, conf: Mapping[str, str] | None = None,
+    app_name: str = APP_NAME, starts_jvm: bool = True, environ: Mapping[str, str] | None = None,
+) -> SessionSettings:
+    """The settings of a session created now, the launch's settings being ``launch`` (see the
+    module's order); ``starts_jvm``: whether creating it starts the JVM (so that tempura's
+    small-machine defaults and driver JVM options can apply)."""
+    env = os.environ if environ is None else environ
+    chosen = None if "spark.master" in launch else (env.get(MASTER_ENV) or master or DEFAULT_MASTER)
+    effective = launch.get("spark.master") or chosen or DEFAULT_MASTER
+    defaults = {**(SMALL_MACHINE_CONF if starts_jvm and effective.startswith("local") else {}), **GENERAL_CONF}
+    settings = {key: value for key, value in {**defaults, **(conf or {})}.items() if key not in launch}
+    if starts_jvm:
+        logging = f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
+        settings[JAVA_OPTIONS] = " ".join(
+            filter(None, (logging, launch.get(JAVA_OPTIONS, ""), (conf or {}).get(JAVA_OPTIONS, ""))))
+    else:
+        settings.pop(JAVA_OPTIONS, None)
+    settings.pop("spark.master", None)
+    named = "spark.app.name" in launch or "spark.app.name" in (conf or {})
+    return SessionSettings(chosen, settings, None if named else app_name)
 
 
 def get_spark(
-    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "tempura"
+    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = APP_NAME
 ) -> SparkSession:
-    """The process's SparkSession, created on first use with tempura's defaults."""
+    """The process's SparkSession: the active one as it is, else one created with the settings
+    :func:`session_settings` chooses (``master`` and ``conf``: the caller's, e.g. a spec's)."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if SparkContext._active_spark_context is not None:  # a context without a session (a script's)
+        return SparkSession.builder.getOrCreate()
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = session_settings(conf)
-    builder = SparkSession.builder.appName(app_name).master(master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER)
-    for key, value in settings.items():
+    global _STARTED_JVM
+    running = (SparkContext._gateway is not None and not _STARTED_JVM) or "PYSPARK_GATEWAY_PORT" in os.environ
+    if running:  # spark-submit (or the user's code) started the JVM, with the user's settings
+        SparkContext._ensure_initialized()
+        launch = dict(SparkConf().getAll())
+        if launch.get("spark.app.name") == os.path.basename(sys.argv[0] if sys.argv else ""):
+            launch.pop("spark.app.name")  # spark-submit's name for an unnamed application: its file
+    else:
+        launch = launch_settings()
+    chosen = session_settings(launch, master, conf, app_name, starts_jvm=not running)
+    builder = SparkSession.builder
+    if chosen.master is not None:
+        builder = builder.master(chosen.master)
+    if chosen.app_name is not None:
+        builder = builder.appName(chosen.app_name)
+    for key, value in chosen.conf.items():
         builder = builder.config(key, value)
+    _STARTED_JVM = _STARTED_JVM or not running
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_error_loggers()

@@ -319,8 +319,9 @@ class OutputSpec(_Strict):
 
 
 class SparkSpec(_Strict):
-    """``spark``: the master URL (default ``local[*]``, or ``TEMPURA_SPARK_MASTER``) and any
-    Spark settings."""
+    """``spark``: the master URL (default ``local[*]``) and any Spark settings; settings given at
+    launch (``spark-submit``, ``spark-defaults.conf``) and ``TEMPURA_SPARK_MASTER`` win over
+    these (:mod:`tempura.runtime.spark`)."""
 
     master: Text | None = None
     conf: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
