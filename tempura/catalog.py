@@ -5,20 +5,23 @@ A catalog is a YAML file::
     tables:
       lineitem:
         path: lineitem.parquet        # relative to the catalog file, or any URI Spark reads
-        format: parquet               # parquet | csv | json | orc
+        format: parquet               # parquet | csv | json | orc, or any format Spark has a jar for
         options: {}                   # passed to Spark's reader
         schema: {l_orderkey: bigint}  # optional; read from the files through Spark if absent
+      customer:
+        table: sales.customer         # a table of Spark's catalog (a metastore) instead of a path
 
 Errors name the catalog file, the line, the table and the key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Annotated, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tempura.errors import CatalogError
 from tempura.sql.names import quote_identifier
@@ -29,21 +32,48 @@ if TYPE_CHECKING:
 
 Format = Literal["parquet", "csv", "json", "orc"]
 
+# Spark's built-in file formats; any other ``format`` is passed to Spark's reader as it is, for a
+# data source on the classpath (Delta, Iceberg, Avro) to read.
+FILE_FORMATS = ("parquet", "csv", "json", "orc")
+
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
+_FORMAT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+
+
+def table_name(text: str) -> str:
+    """A catalog table's name as a spec or a catalog gives it: ``name``, ``db.name`` or
+    ``catalog.db.name``."""
+    if not _TABLE_NAME.fullmatch(text.strip()):
+        raise ValueError(f"'{text}' is not a table name such as db.name")
+    return text.strip()
+
+
+def check_location(path: str | None, table: str | None, format: str, format_given: bool) -> None:
+    """A source or table names exactly one of a ``path`` and a ``table``; a ``format`` is a
+    reader's name, and belongs to a path (a table's format is its own)."""
+    if (path is None) == (table is None):
+        raise ValueError("give either path (files) or table (a table of Spark's catalog)")
+    if path is not None and not path.strip():
+        raise ValueError("path must not be empty")
+    if table is not None and format_given:
+        raise ValueError(f"format: a table is read as its catalog says; format is for a path ('{table}' is a table)")
+    if not _FORMAT_NAME.fullmatch(format):
+        raise ValueError(f"format '{format}' is not the name of a Spark reader (parquet, csv, json, orc, ...)")
+
 
 class _TableModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: str
-    format: Format = "parquet"
+    path: str | None = None
+    table: Annotated[str, AfterValidator(table_name)] | None = None
+    format: str = "parquet"
     options: dict[str, str | int | float | bool] = {}
     schema_: dict[str, str] | None = Field(default=None, alias="schema")
 
-    @field_validator("path")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("path must not be empty")
-        return value
+    @model_validator(mode="after")
+    def _path_or_table(self) -> _TableModel:
+        check_location(self.path, self.table, self.format, "format" in self.model_fields_set)
+        return self
 
 
 class _CatalogModel(BaseModel):
@@ -58,15 +88,32 @@ def _is_uri(path: str) -> bool:
 
 @dataclass(frozen=True)
 class TableSource:
-    """Where a table's data lives and how Spark reads it."""
+    """Where a table's data lives and how Spark reads it: files at ``path`` in ``format``, or
+    ``table``, a table of Spark's catalog."""
 
     name: str
     path: str
-    format: Format = "parquet"
+    format: str = "parquet"
     options: Mapping[str, str] = field(default_factory=dict)
     schema: Mapping[str, str] | None = None
+    table: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The table's data as a message names it."""
+        return f"table {self.table}" if self.table is not None else f"{self.format} at {self.path}"
+
+    def located(self, spark: SparkSession) -> TableSource:
+        """This table with ``path`` and ``format`` those of its files, as Spark's catalog gives
+        them for a catalog table (``format`` ``""``: only the table reads them); a path's as it is."""
+        if self.table is None:
+            return self
+        files = table_files(spark, self.table, f"table '{self.name}'")
+        return replace(self, path=files.location, format=files.format or "")
 
     def reader(self, spark: SparkSession) -> DataFrame:
+        if self.table is not None:
+            return read_catalog_table(spark, self.table, f"table '{self.name}'")
         if not _is_uri(self.path) and not Path(self.path).exists():
             raise CatalogError(f"table '{self.name}': path does not exist: {self.path}")
         reader = spark.read.format(self.format).options(**{k: str(v) for k, v in self.options.items()})
@@ -75,8 +122,72 @@ class TableSource:
         try:
             return reader.load(self.path)
         except Exception as exc:  # Spark raises Py4J/Analysis errors with long JVM traces
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise CatalogError(f"table '{self.name}': cannot read {self.format} at {self.path}: {first}") from None
+            raise CatalogError(f"table '{self.name}': cannot read {self.where}: {reader_error(exc, self.format)}") from None
+
+
+def reader_error(error: BaseException, format: str | None = None) -> str:
+    """Spark's error reading data, in one line; a format no jar provides says so."""
+    text = str(error).strip()
+    if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find the data source" in text:
+        return (f"Spark has no reader for format '{format}': the jar providing it is not on the classpath "
+                "(add it with spark.jars or --packages)")
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def read_catalog_table(spark: SparkSession, table: str, who: str) -> DataFrame:
+    """``table`` of Spark's catalog, its files listed afresh (rows written since the session last
+    read it are seen); a missing table is one line naming ``who``."""
+    try:
+        spark.catalog.refreshTable(table)
+        return spark.read.table(table)
+    except Exception as exc:  # AnalysisException: TABLE_OR_VIEW_NOT_FOUND, with Spark's context
+        text = str(exc)
+        if "TABLE_OR_VIEW_NOT_FOUND" in text or "not found" in text.lower():
+            raise CatalogError(f"{who}: Spark's catalog has no table {table}") from None
+        raise CatalogError(f"{who}: cannot read table {table}: {reader_error(exc)}") from None
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """Where a catalog table's files are: its location, the format to read one of its files
+    in (``None``: only the table reads them, as a Hive text table's), its partition columns."""
+
+    location: str
+    format: str | None
+    partition_columns: tuple[str, ...]
+
+
+_HIVE_SERDES = {"parquet": "parquet", "orc": "orc"}
+
+
+def table_files(spark: SparkSession, table: str, who: str) -> TableFiles:
+    """Where ``table``'s files are, from Spark's catalog (a view, or a table without files, is
+    one line naming ``who``)."""
+    read_catalog_table(spark, table, who)
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+    info = {str(r[0]).strip(): str(r[1] or "").strip() for r in rows}
+    partitions: list[str] = []
+    in_partitions = False
+    for r in rows:
+        name = str(r[0]).strip()
+        if name == "# Partition Information":
+            in_partitions = True
+        elif in_partitions and name.startswith("#"):
+            continue
+        elif in_partitions and name:
+            partitions.append(name.lower())
+        elif in_partitions:
+            break
+    location = info.get("Location")
+    if not location or info.get("Type", "").upper() == "VIEW":
+        raise CatalogError(f"{who}: table {table} has no files of its own (a view?); give a table or a path")
+    provider = info.get("Provider", "").lower()
+    if provider == "hive":
+        serde = info.get("Serde Library", "").lower()
+        found = next((f for key, f in _HIVE_SERDES.items() if key in serde), None)
+    else:
+        found = provider if provider in FILE_FORMATS else None
+    return TableFiles(location, found, tuple(partitions))
 
 
 class Catalog:
@@ -99,13 +210,14 @@ class Catalog:
         base = document.path.resolve().parent
         tables = {}
         for name, entry in model.tables.items():
-            location = entry.path if _is_uri(entry.path) else str((base / entry.path).resolve())
+            location = "" if entry.path is None else entry.path if _is_uri(entry.path) else str((base / entry.path).resolve())
             tables[name] = TableSource(
                 name.lower(),
                 location,
                 entry.format,
                 {k: str(v) for k, v in entry.options.items()},
                 {c.lower(): t.lower() for c, t in entry.schema_.items()} if entry.schema_ else None,
+                entry.table,
             )
         return cls(tables, origin=str(document.path))
 
@@ -161,7 +273,7 @@ def footer_schema(table: TableSource) -> dict[str, str] | None:
     footer with pyarrow (types named as Spark names them); ``None`` when it cannot be read so:
     another format, a URI, no data file, or partition folders (``key=value``), whose columns
     only Spark's discovery knows."""
-    if table.format != "parquet" or _is_uri(table.path):
+    if table.table is not None or table.format != "parquet" or _is_uri(table.path):
         return None
     root = Path(table.path)
     if root.is_dir():

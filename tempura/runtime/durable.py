@@ -92,11 +92,15 @@ class FragmentRun:
 
 @dataclass
 class OutputTarget:
-    """Where deliveries go: a folder, its format, and ``snapshot`` (replace) or ``delta`` (append)."""
+    """Where deliveries go: a folder and its format, or a ``table`` of Spark's catalog (in
+    parquet, written as job ``job``: :mod:`tempura.runtime.tables`); and ``snapshot`` (replace)
+    or ``delta`` (append)."""
 
     path: str
     format: str = "parquet"
     mode: str = "snapshot"
+    table: str | None = None
+    job: str = ""
 
 
 @dataclass
@@ -224,6 +228,8 @@ class DurableExecutor:
         columns = list(plan.query.names) + [c for c in frame.columns[len(plan.query.names):]]
         named = frame.toDF(*columns)
         target = self.output
+        if target is not None and target.table is not None:
+            return self._deliver_to_table(target, named, pending, index)
         if target is None or target.mode == "delta":
             if target is None:
                 final = uri(self.store.cycle_dir(self.cycle) / "results" / f"t{index:03d}")
@@ -242,6 +248,30 @@ class DurableExecutor:
             self.files.rename(final, old)
         self.files.rename(pending, final)
         self.files.delete(old)
+        reached("delivered", index)
+        return final
+
+    def _deliver_to_table(self, target: OutputTarget, frame: DataFrame, pending: Path, index: int) -> str:
+        """Commit the delivery to its folder under the table's root, then make the table show it:
+        a delta as a new partition, a snapshot by one switch of the table's location."""
+        from tempura.runtime.tables import OutputTable
+
+        assert target.table is not None
+        table = OutputTable(self.spark, target.table, target.job, self.files)
+        current = table.location()  # stops here when the table is another's
+        if target.mode == "delta":
+            final = f"{table.root()}/cycle={self.cycle}/time_point={index:03d}"
+            self._commit(frame, pending, final, index, "delivery")
+            table.add_partition(frame.schema, self.cycle, index, final)
+            return final
+        final = table.version_folder(self.cycle, index, int(time.time() * 1000))
+        write_frame(frame, pending)
+        reached("delivery-written", index)
+        if not self.allow_empty and current is not None:
+            self._refuse_empty(pending, current, "parquet", frame.schema, index)
+        self.fence()  # a run that lost its lock switches no table
+        self.files.rename(pending, final)
+        table.switch(frame.schema, final)
         reached("delivered", index)
         return final
 

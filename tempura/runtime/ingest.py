@@ -37,7 +37,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from tempura.errors import ExecutionError
+from tempura.catalog import read_catalog_table, reader_error
+from tempura.errors import CatalogError, ExecutionError
 from tempura.runtime.executor import spark_error_message
 from tempura.runtime.files import uri
 from tempura.runtime.sources import SourceData, _time_literal
@@ -57,8 +58,8 @@ class Feed:
     """How one source reaches a standing query."""
 
     name: str  # the catalog (table) name, lower case
-    location: str  # where its files are (a path or URI)
-    format: str = "parquet"
+    location: str  # where its files are (a path or URI; a catalog table's: its location)
+    format: str = "parquet"  # how one of its files reads ("" for a catalog table only Spark's table reads)
     options: Mapping[str, str] = field(default_factory=dict)
     schema: Mapping[str, str] | None = None  # declared column types
     arrival_column: str | None = None  # None: by file
@@ -67,6 +68,8 @@ class Feed:
     window: dt.timedelta | int | None = None  # a range query's window length
     insert_values: tuple[str, ...] = ("I",)  # a change feed's op values marking an insertion
     deletion_policy: str = "strict"  # a change feed's deletion of an absent row: "strict" (error) or "lenient"
+    table: str | None = None  # a table of Spark's catalog, read through the catalog
+    partition_columns: tuple[str, ...] = ()  # a catalog table's, which its files do not hold
 
     @property
     def deletes(self) -> bool:
@@ -114,9 +117,15 @@ def _spark_errors() -> tuple[type[Exception], ...]:
 
 
 def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = None) -> DataFrame:
-    """The source's files (all, or ``paths``) as Spark reads them, with each row's file."""
+    """The source's files (all, or ``paths``) as Spark reads them, with each row's file; a catalog
+    table through the catalog, its files listed afresh."""
     from pyspark.sql import functions as F
 
+    if feed.table is not None and paths is None:
+        try:
+            return read_catalog_table(spark, feed.table, f"source '{feed.name}'").withColumn(FILE, F.input_file_name())
+        except CatalogError as error:
+            raise ExecutionError(str(error)) from None
     reader = spark.read.format(feed.format).options(**dict(feed.options))
     if feed.schema:
         reader = reader.schema(", ".join(f"{quote_identifier(c)} {t}" for c, t in feed.schema.items()))
@@ -124,7 +133,9 @@ def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = N
         frame = reader.load(list(paths) if paths is not None else uri(feed.location))
         return frame.withColumn(FILE, F.input_file_name())
     except _spark_errors() as error:
-        raise ExecutionError(f"source '{feed.name}': cannot read {feed.location}: {spark_error_message(error)}") from None
+        missing = reader_error(error, feed.format)  # a format no jar on the classpath provides
+        why = missing if "not on the classpath" in missing else spark_error_message(error)
+        raise ExecutionError(f"source '{feed.name}': cannot read {feed.location}: {why}") from None
 
 
 def file_schemas(spark: SparkSession, feed: Feed, files: Sequence[str]) -> dict[str, StructType]:
@@ -135,7 +146,9 @@ def file_schemas(spark: SparkSession, feed: Feed, files: Sequence[str]) -> dict[
     A file whose footer cannot be read is skipped by Spark's reader here (``ignoreCorruptFiles``),
     so that it surfaces as a schema nothing could be inferred from instead of a failed task and
     the JVM's stack trace on standard error."""
-    out = {}
+    out: dict[str, StructType] = {}
+    if not feed.format:  # a catalog table whose files only the table reads (a Hive text table)
+        return out
     for path in files:
         reader = spark.read.format(feed.format).options(**dict(feed.options)).option("ignoreCorruptFiles", "true")
         try:
@@ -162,7 +175,8 @@ def check_schema(feed: Feed, expected: StructType, found: Mapping[str, StructTyp
     columns, :func:`file_schemas`) whose columns differ from ``expected`` (names, and types where
     the format stores them)."""
     typed = feed.format in ("parquet", "orc")
-    want = {f.name.lower(): f.dataType.simpleString() for f in expected.fields if f.name != FILE}
+    want = {f.name.lower(): f.dataType.simpleString() for f in expected.fields
+            if f.name != FILE and f.name.lower() not in feed.partition_columns}
     for path, schema in found.items():
         have = {f.name.lower(): f.dataType.simpleString() for f in schema.fields}
         added = sorted(set(have) - set(want))

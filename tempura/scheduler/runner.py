@@ -26,6 +26,7 @@ arrival: each time point lands exactly its interval's rows, for every method.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -34,9 +35,10 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from tempura.errors import TempuraError
+from tempura.catalog import table_files
+from tempura.errors import CatalogError, TempuraError
 from tempura.optimizer import CommittedState, Resume
 from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun, write_frame
 from tempura.runtime.files import Files, uri
@@ -98,8 +100,23 @@ def feeds(spec: Spec) -> dict[str, Feed]:
             source.arrival.column, changes.op_column if changes else None,
             tuple(changes.delete_values) if changes else ("D",), spec.window,
             insert_values=tuple(changes.insert_values) if changes else ("I",),
-            deletion_policy=changes.deletes if changes else "strict",
+            deletion_policy=changes.deletes if changes else "strict", table=source.table,
         )
+    return out
+
+
+def with_table_files(spark: SparkSession, spec: Spec, found: Mapping[str, Feed]) -> dict[str, Feed]:
+    """``found`` with each catalog table's location, file format and partition columns, as Spark's
+    catalog gives them now (a missing table is one line naming the spec's key)."""
+    out = dict(found)
+    for name, feed in found.items():
+        if feed.table is not None:
+            try:
+                files = table_files(spark, feed.table, f"{spec.path}: sources.{name}.table")
+            except CatalogError as error:
+                raise RunError(f"{error} (nothing was run)") from None
+            out[name] = dataclasses.replace(feed, location=files.location, format=files.format or "",
+                                            partition_columns=files.partition_columns)
     return out
 
 
@@ -142,8 +159,8 @@ class Runner:
         if spec.model.output is not None and not simulate:
             out = spec.model.output
             location = spec.output_location()
-            assert location is not None
-            self.output = OutputTarget(uri(location), out.format, out.mode)
+            self.output = OutputTarget(uri(location) if location is not None else "", out.format, out.mode, out.table,
+                                       spec.name)
 
     # -- schedule --------------------------------------------------------------------------
 
@@ -318,6 +335,7 @@ class Runner:
         previous = chain[-1] if chain else None
         if previous is not None:  # what later time points read is there, as committed
             self.store.check_readable(label, previous, index)
+        self.feeds = with_table_files(self.spark, self.spec, self.feeds)
         for name, feed in self.feeds.items():
             if not self.files.exists(feed.location):
                 raise RunError(f"{self.spec.path}: sources.{name}.path: {feed.location} does not exist (nothing was run)")

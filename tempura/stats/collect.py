@@ -59,10 +59,15 @@ def qualified(table: str) -> str:
 
 
 def register_external(spark: SparkSession, source: TableSource, columns: dict[str, str]) -> str:
-    """Declare ``source`` as an external table of the session catalog; returns its name."""
+    """Declare ``source`` as an external table of the session catalog (a catalog table whose
+    files only the table reads: a temporary view of it); returns its name."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(STATS_DATABASE)}")
     name = qualified(source.name)
     spark.sql(f"DROP TABLE IF EXISTS {name}")
+    if source.table is not None and not source.format:
+        view = quote(f"stats_{source.name}")
+        source.reader(spark).createOrReplaceTempView(view)
+        return view
     column_list = ""
     if source.format in ("csv", "json"):
         column_list = " (" + ", ".join(f"{quote(c)} {t}" for c, t in columns.items()) + ")"
@@ -219,6 +224,7 @@ def analyze_table(
     spark: SparkSession, source: TableSource, columns: dict[str, str], histograms: bool = True
 ) -> TableStats:
     """Statistics of one table, through ANALYZE (or the aggregate query where it cannot serve)."""
+    source = source.located(spark)
     state = file_state(source, spark)
     name = register_external(spark, source, columns)
     method: str = "analyze"

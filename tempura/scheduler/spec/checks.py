@@ -356,10 +356,11 @@ def _check_paths(document: YamlDocument, model: SpecFile) -> None:
     - ``query_file`` is read by tempura itself: a local path or a ``file:`` URI.
     """
     folder = document.path.resolve().parent
-    paths: list[tuple[KeyPath, str]] = [(("sources", name, "path"), source.path) for name, source in model.sources.items()]
+    paths: list[tuple[KeyPath, str]] = [(("sources", name, "path"), source.path)
+                                        for name, source in model.sources.items() if source.path is not None]
     if model.query_file is not None:
         paths.append((("query_file",), model.query_file))
-    if model.output is not None:
+    if model.output is not None and model.output.path is not None:
         paths.append((("output", "path"), model.output.path))
     for key, path in paths:
         relative = relative_part(path)
@@ -368,7 +369,7 @@ def _check_paths(document: YamlDocument, model: SpecFile) -> None:
                   "(give an absolute path or a URI for data elsewhere)")
     if model.query_file is not None and local_path(model.query_file, folder) is None:
         _fail(document, ("query_file",), f"'{model.query_file}' is not a local file: tempura reads the query itself")
-    if model.output is not None:
+    if model.output is not None and model.output.path is not None:
         _check_output_path(document, model, folder)
 
 
@@ -376,12 +377,15 @@ def _check_output_path(document: YamlDocument, model: SpecFile, folder: Path) ->
     assert model.output is not None
     key: KeyPath = ("output", "path")
     output = model.output.path
+    assert output is not None
     local = local_path(output, folder)
     if local == folder:
         _fail(document, key, "the output folder cannot be the spec's own folder")
     if local is not None and local in folder.parents:
         _fail(document, key, f"'{output}' contains the spec's folder {folder}: a delivery replaces the output folder")
     for name, source in model.sources.items():
+        if source.path is None:
+            continue  # a catalog table: its location is the catalog's
         overlap = path_overlap(output, local, source.path, local_path(source.path, folder))
         if overlap == "same":
             _fail(document, key, f"'{output}' is the folder of source '{name}': a delivery would replace its data")

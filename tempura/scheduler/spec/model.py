@@ -17,10 +17,11 @@ from pydantic import (
     ConfigDict,
     Field,
     field_validator,
+    model_validator,
 )
 from sqlglot.dialects.dialect import Dialects
 
-from tempura.catalog import Format
+from tempura.catalog import Format, check_location, table_name
 from tempura.errors import TempuraError
 from tempura.tvr.arrival import SourceArrival
 from tempura.tvr.time import TimeValue
@@ -236,16 +237,23 @@ def _expected_arrival(raw: object) -> object:
 
 
 class SourceSpec(_Strict):
-    """One entry of ``sources``: where a source's data lives, how its rows arrive."""
+    """One entry of ``sources``: where a source's data lives (a folder's ``path``, or a ``table``
+    of Spark's catalog), how its rows arrive."""
 
-    path: Text
-    format: Format = "parquet"
+    path: Text | None = None
+    table: Annotated[str, AfterValidator(table_name)] | None = None
+    format: str = "parquet"
     options: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
     schema_: dict[str, Text] | None = Field(default=None, alias="schema")
     arrival: ArrivalColumn
     changes: ChangeColumns | None = None
     expected: Annotated[ExpectedArrival | None, BeforeValidator(_expected_arrival)] = None
     key: Text | None = None  # a column whose every value lands once in a cycle
+
+    @model_validator(mode="after")
+    def _path_or_table(self) -> SourceSpec:
+        check_location(self.path, self.table, self.format, "format" in self.model_fields_set)
+        return self
 
 
 def _deliver(raw: object) -> object:
@@ -309,13 +317,20 @@ def _dialect(name: str) -> str:
 
 
 class OutputSpec(_Strict):
-    """``output``: where delivered results go. ``snapshot`` replaces the folder with each
+    """``output``: where delivered results go, a folder (``path``, in ``format``) or a ``table``
+    of Spark's catalog. ``snapshot`` replaces the folder's (or table's) contents with each
     delivery; ``delta`` appends each delivery's change (with the multiplicity column ``__m``) as
     one ``cycle=…/time_point=…`` partition."""
 
-    path: Text
+    path: Text | None = None
+    table: Annotated[str, AfterValidator(table_name)] | None = None
     format: Format = "parquet"
     mode: Literal["snapshot", "delta"] = "snapshot"
+
+    @model_validator(mode="after")
+    def _path_or_table(self) -> OutputSpec:
+        check_location(self.path, self.table, self.format, "format" in self.model_fields_set)
+        return self
 
 
 class SparkSpec(_Strict):

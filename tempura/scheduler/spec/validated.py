@@ -111,14 +111,16 @@ class Spec:
         return (DEADLINE_EPSILON,) * (k - 1) + (1.0,)
 
     def location(self, source: str) -> str:
-        """Where ``source``'s data lives: a URI as given, a path resolved from the spec's folder."""
-        return resolved_location(self.sources[source.lower()].path, self.folder)
+        """Where ``source``'s files are: a URI as given, a path resolved from the spec's folder;
+        ``""`` for a catalog table (its location is the catalog's: :func:`tempura.catalog.table_files`)."""
+        path = self.sources[source.lower()].path
+        return resolved_location(path, self.folder) if path is not None else ""
 
     def output_location(self) -> str | None:
         """Where deliveries go (``output.path``): a URI as given, a path resolved from the spec's
-        folder; ``None`` when the spec has no ``output``."""
+        folder; ``None`` when the spec has no ``output``, or delivers to a table."""
         output = self.model.output
-        return resolved_location(output.path, self.folder) if output is not None else None
+        return resolved_location(output.path, self.folder) if output is not None and output.path is not None else None
 
     def cycle_index_at(self, moment: TimeValue) -> int | None:
         """The cycle spanning ``moment`` (:func:`cycle_index_at`), computed, not searched for."""
@@ -130,7 +132,7 @@ class Spec:
         the cluster's to check."""
         keys = dict(self.where)
         paths: list[tuple[KeyPath, str]] = [(("sources", name, "path"), source.path)
-                                            for name, source in self.model.sources.items()]
+                                            for name, source in self.model.sources.items() if source.path is not None]
         if self.model.query_file is not None:
             paths.append((("query_file",), self.model.query_file))
         out = []
@@ -146,7 +148,8 @@ class Spec:
         tables = {}
         for name, source in self.sources.items():
             schema = {c.lower(): t.lower() for c, t in source.schema_.items()} if source.schema_ else None
-            tables[name] = TableSource(name, self.location(name), source.format, dict(source.options), schema)
+            tables[name] = TableSource(name, self.location(name), source.format, dict(source.options), schema,
+                                       source.table)
         return Catalog(tables, origin=str(self.path))
 
     def key_rules(self) -> list[KeyRule]:
