@@ -123,9 +123,11 @@ def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = N
 
     if feed.table is not None and paths is None:
         try:
-            return read_catalog_table(spark, feed.table, f"source '{feed.name}'").withColumn(FILE, F.input_file_name())
+            frame = read_catalog_table(spark, feed.table, f"source '{feed.name}'")
         except CatalogError as error:
             raise ExecutionError(str(error)) from None
+        # A Hive table's reader names a local file file:/x, the file system's listing file:///x.
+        return frame.withColumn(FILE, F.regexp_replace(F.input_file_name(), "^file:/(?!/)", "file:///"))
     reader = spark.read.format(feed.format).options(**dict(feed.options))
     if feed.schema:
         reader = reader.schema(", ".join(f"{quote_identifier(c)} {t}" for c, t in feed.schema.items()))
