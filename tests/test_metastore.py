@@ -2,7 +2,8 @@
 it), in a subprocess whose own session has Hive support (the suite's session cannot gain it):
 ``tempura run`` over a Hive parquet fact table partitioned by day and a Hive text dimension
 (whose files only the table reads), delivering into a snapshot table and a delta table, at two
-time points; each table then holds what ``spark.sql`` gives over that time point's snapshot.
+time points (under ``ivm``); each table then holds what ``spark.sql`` gives over that time
+point's snapshot.
 The process's session is the one tempura runs on (an active session is used as it is)."""
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ for index, (day, values) in enumerate(batches, start=1):
     spark.sql(f"INSERT INTO shop.sales PARTITION (day = '{day}') VALUES {values}")
     now = f"2026-03-01T{6 * index:02d}:01:00"
     try:
-        main(["run", str(root / "specs"), "--now", now, "--workdir", str(root / "work")], standalone_mode=False)
+        main(["run", str(root / "specs"), "--now", now, "--workdir", str(root / "work"), "--method", "ivm"],
+             standalone_mode=False)
     except SystemExit as exit:
         assert not exit.code, exit.code
     spark.table("shop.sales").where(f"arrived_at <= TIMESTAMP '2026-03-01 {6 * index:02d}:00:00'") \
