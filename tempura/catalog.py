@@ -48,17 +48,22 @@ def table_name(text: str) -> str:
     return text.strip()
 
 
+def format_name(text: str) -> str:
+    """A reader's name: one of Spark's file formats, or one a jar on the classpath provides."""
+    if not _FORMAT_NAME.fullmatch(text):
+        raise ValueError(f"'{text}' is not the name of a Spark reader (parquet, csv, json, orc, or one a jar provides)")
+    return text
+
+
 def check_location(path: str | None, table: str | None, format: str, format_given: bool) -> None:
-    """A source or table names exactly one of a ``path`` and a ``table``; a ``format`` is a
-    reader's name, and belongs to a path (a table's format is its own)."""
+    """A source or table names exactly one of a ``path`` and a ``table``, and a ``format`` only
+    with a path (a table's format is its own)."""
     if (path is None) == (table is None):
         raise ValueError("give either path (files) or table (a table of Spark's catalog)")
     if path is not None and not path.strip():
         raise ValueError("path must not be empty")
     if table is not None and format_given:
         raise ValueError(f"format: a table is read as its catalog says; format is for a path ('{table}' is a table)")
-    if not _FORMAT_NAME.fullmatch(format):
-        raise ValueError(f"format '{format}' is not the name of a Spark reader (parquet, csv, json, orc, ...)")
 
 
 class _TableModel(BaseModel):
@@ -66,7 +71,7 @@ class _TableModel(BaseModel):
 
     path: str | None = None
     table: Annotated[str, AfterValidator(table_name)] | None = None
-    format: str = "parquet"
+    format: Annotated[str, AfterValidator(format_name)] = "parquet"
     options: dict[str, str | int | float | bool] = {}
     schema_: dict[str, str] | None = Field(default=None, alias="schema")
 

@@ -614,9 +614,7 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
 def submit_file() -> None:
     """Print the file to give spark-submit: spark-submit [options] FILE run spec.yaml runs tempura
     with spark-submit's master and settings."""
-    import tempura.__main__ as entry
-
-    click.echo(entry.__file__)
+    click.echo(Path(__file__).with_name("__main__.py"))
 
 
 @main.command("rules")

@@ -39,8 +39,9 @@ def test_uri_paths_are_kept(tmp_path: Path) -> None:
     ("text", "fragments"),
     [
         ("tables:\n  t:\n    path: x\n    formt: csv\n", [":4:", "tables.t.formt", "unknown key"]),
-        ("tables:\n  t:\n    path: x\n    format: avro\n", [":4:", "tables.t.format"]),
-        ("tables:\n  t:\n    format: csv\n", [":2:", "tables.t.path", "required"]),
+        ("tables:\n  t:\n    path: x\n    format: 'a vro'\n", [":4:", "tables.t.format", "not the name of a Spark reader"]),
+        ("tables:\n  t:\n    format: csv\n", [":2:", "tables.t", "either path"]),
+        ("tables:\n  t:\n    table: db.t\n    format: csv\n", [":2:", "tables.t", "format is for a path"]),
         ("tables:\n  t: {path: x}\n  u: [1, 2\n", ["invalid YAML"]),
         ("- just\n- a list\n", ["mapping"]),
     ],

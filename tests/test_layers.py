@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"scheduler", "api"},
     {"standing", "project"},
     {"cli"},
-    {"tempura"},  # the package's face: tempura/__init__.py
+    {"tempura", "__main__"},  # the package's face (tempura/__init__.py), and its command line's file
 ]
 LAYER = {unit: n for n, units in enumerate(LAYERS) for unit in units}
 

@@ -221,7 +221,8 @@ def test_expected_arrival(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "line", "key", "message"),
     [
-        ("format: parquet", "format: avro", 7, "sources.sales.format", "must be one of parquet, csv, json, orc"),
+        ("format: parquet", "format: 'par quet'", 7, "sources.sales.format", "is not the name of a Spark reader"),
+        ("format: parquet", "format: parquet\n    table: shop.sales", 5, "sources.sales", "either path"),
         ("format: parquet", "formt: parquet", 7, "sources.sales.formt", "unknown key"),
         ("name: gross_by_category", "name: [1]", 1, "name", "must be a string"),
         ("name: gross_by_category", "name: ''", 1, "name", "must not be empty"),
@@ -306,11 +307,12 @@ def test_cost_constants(tmp_path: Path) -> None:
 
 
 def test_two_problems_get_a_line_each(tmp_path: Path) -> None:
-    path = write(tmp_path, SPEC.replace("format: parquet", "format: avro\n    extra: 1"))
+    path = write(tmp_path, SPEC.replace("format: parquet", "format: 'par quet'\n    extra: 1"))
     with pytest.raises(SpecError) as error:
         load_spec(path)
     assert str(error.value).splitlines() == [
-        f"{path}, line 7: sources.sales.format: must be one of parquet, csv, json, orc",
+        f"{path}, line 7: sources.sales.format: 'par quet' is not the name of a Spark reader (parquet, csv, json, "
+        "orc, or one a jar provides)",
         f"{path}, line 8: sources.sales.extra: unknown key",
     ]
 

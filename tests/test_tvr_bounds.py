@@ -200,7 +200,7 @@ def keyed(draw: st.DrawFn) -> Case:
                 estimated_rows=(("r", 1e6), ("u", 2e5), ("w", 1e6)), bounds=True, keys=KEYED)
 
 
-@settings(max_examples=16, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=12, **SETTINGS)  # type: ignore[arg-type]
 @given(case=keyed())
 def test_plans_over_keys_that_land_together_deliver_the_reference(fast_spark: Any, case: Case) -> None:
     check_case(fast_spark, case)

@@ -43,7 +43,7 @@ def eager_cases(draw: st.DrawFn) -> Case:
                 estimated_rows=rows)
 
 
-@settings(max_examples=10, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=7, **SETTINGS)  # type: ignore[arg-type]
 @given(case=eager_cases())
 def test_aggregates_below_outer_joins_deliver_the_reference(fast_spark: Any, case: Case) -> None:
     plans = plan_case(case)

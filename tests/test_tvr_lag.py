@@ -102,7 +102,7 @@ def lagged(draw: st.DrawFn) -> Case:
 
 
 @pytest.mark.spark
-@settings(max_examples=14, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=10, **SETTINGS)  # type: ignore[arg-type]
 @given(case=lagged())
 def test_plans_over_rows_landing_within_a_lag_deliver_the_reference(fast_spark: Any, case: Case) -> None:
     check_case(fast_spark, case)

@@ -23,7 +23,8 @@ belong to interval ``i``:
   ``(t_{i-1}, t_i]`` are insertions, and the landed rows whose window ends in ``(t_{i-1}, t_i]``
   (arrival ``+ L``) are deletions.
 
-Before anything is written, each new file is read on its own (:func:`file_schemas`): a file
+Before anything is written, each new file of Spark's file formats (parquet, CSV, JSON, ORC: not
+a format some jar adds, nor a Hive text table) is read on its own (:func:`file_schemas`): a file
 Spark cannot read as the source's format (a corrupt file, a CSV file among parquet ones) stops
 the time point with an error naming the source and the file; then its schema is compared with
 the source's (:func:`check_schema`): a file that adds, drops or retypes a column stops the time
@@ -37,7 +38,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from tempura.catalog import read_catalog_table, reader_error
+from tempura.catalog import FILE_FORMATS, read_catalog_table, reader_error
 from tempura.errors import CatalogError, ExecutionError
 from tempura.runtime.executor import spark_error_message
 from tempura.runtime.files import uri
@@ -149,8 +150,8 @@ def file_schemas(spark: SparkSession, feed: Feed, files: Sequence[str]) -> dict[
     so that it surfaces as a schema nothing could be inferred from instead of a failed task and
     the JVM's stack trace on standard error."""
     out: dict[str, StructType] = {}
-    if not feed.format:  # a catalog table whose files only the table reads (a Hive text table)
-        return out
+    if feed.format not in FILE_FORMATS:  # a catalog table whose files only the table reads (a Hive
+        return out  # text table), or a format not read file by file (Delta): read whole only
     for path in files:
         reader = spark.read.format(feed.format).options(**dict(feed.options)).option("ignoreCorruptFiles", "true")
         try:

@@ -69,7 +69,8 @@ class OutputTable:
         :class:`ExecutionError` if the table is not this job's."""
         if not self.exists():
             return None
-        owner = dict(self._sql(f"SHOW TBLPROPERTIES {_name(self.table)}")).get(JOB_PROPERTY)  # type: ignore[arg-type]
+        properties = self._sql(f"SHOW TBLPROPERTIES {_name(self.table)}")
+        owner = next((str(row[1]) for row in properties if str(row[0]) == JOB_PROPERTY), None)
         if owner != self.job:
             whose = f"job '{owner}'" if owner else "no tempura job (it was made otherwise)"
             raise ExecutionError(f"output table {self.table} exists and belongs to {whose}: tempura writes only a table "

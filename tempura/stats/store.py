@@ -41,9 +41,14 @@ def _is_data_file(name: str) -> bool:
 
 
 def file_state(source: TableSource, spark: SparkSession | None = None) -> FileState | None:
-    """Fingerprint of a table's files: local paths are listed directly; other URIs through
-    Spark's Hadoop file system when a session is given. ``None`` when it cannot be listed."""
+    """Fingerprint of a table's files: local paths are listed directly; other URIs, and a table
+    of Spark's catalog (at the location the catalog gives), through Spark's Hadoop file system
+    when a session is given. ``None`` when it cannot be listed."""
     entries: list[tuple[str, int, int]] = []
+    if source.table is not None:
+        if spark is None:
+            return None
+        source = source.located(spark)
     if "://" not in source.path and not source.path.startswith("file:"):
         root = Path(source.path)
         if root.is_file():

@@ -21,7 +21,7 @@ from pydantic import (
 )
 from sqlglot.dialects.dialect import Dialects
 
-from tempura.catalog import Format, check_location, table_name
+from tempura.catalog import Format, check_location, format_name, table_name
 from tempura.errors import TempuraError
 from tempura.tvr.arrival import SourceArrival
 from tempura.tvr.time import TimeValue
@@ -242,7 +242,7 @@ class SourceSpec(_Strict):
 
     path: Text | None = None
     table: Annotated[str, AfterValidator(table_name)] | None = None
-    format: str = "parquet"
+    format: Annotated[str, AfterValidator(format_name)] = "parquet"
     options: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
     schema_: dict[str, Text] | None = Field(default=None, alias="schema")
     arrival: ArrivalColumn
