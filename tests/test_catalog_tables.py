@@ -105,6 +105,7 @@ def test_a_standing_query_over_catalog_tables_delivers_each_snapshot_into_a_tabl
     seen_before_switch: list[list[tuple[Any, ...]]] = []
 
     crash_at = "delivery-written" if arrival == "column" else "manifest"
+    kept: list[str] = []  # the snapshot table's version folders, in the order delivered
 
     def crash_once(phase: str, index: int) -> None:
         if phase == crash_at and index == 2 and not seen_before_switch:
@@ -135,8 +136,9 @@ def test_a_standing_query_over_catalog_tables_delivers_each_snapshot_into_a_tabl
             assert_equal(want, rows_of(spark.read.parquet(done[0].delivered)), f"t{index}'s delivery")
             assert_equal(want, rows_of(spark.read.table(out)), f"the table at t{index}")
             folder = Path(done[0].delivered.removeprefix("file:"))
-            versions = [p.name for p in folder.parent.iterdir() if p.name.startswith("v-")]
-            assert versions == [folder.name], versions  # the older versions deleted
+            versions = sorted(p.name for p in folder.parent.iterdir() if p.name.startswith("v-"))
+            kept.append(folder.name)
+            assert versions == sorted(kept[-2:]), versions  # this one and the one it replaced
             continue
         partitions = rows_of(spark.sql(f"SHOW PARTITIONS {out}"))
         assert len(partitions) == index, partitions

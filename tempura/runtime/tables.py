@@ -7,10 +7,10 @@ made is never written: the run stops with one line. Its files live under the tab
 
 - **snapshot**: each delivery is written, complete, to a new version folder
   ``<root>/v-<cycle>-tNNN-<ms>``; then one metadata switch points the table at it (``CREATE
-  TABLE … LOCATION`` the first time, ``ALTER TABLE … SET LOCATION`` after), and older version
-  folders are deleted. A reader sees the old contents or the new, never a half-written or empty
-  table; a run killed before the switch leaves an unreferenced folder, deleted by the next
-  delivery.
+  TABLE … LOCATION`` the first time, ``ALTER TABLE … SET LOCATION`` after), and the version
+  folders older than the one it replaced are deleted (a query begun before the switch reads on).
+  A reader sees the old contents or the new, never a half-written or empty table; a run killed
+  before the switch leaves an unreferenced folder, deleted by the next delivery.
 - **delta**: the table is partitioned by ``cycle`` and ``time_point`` and has the multiplicity
   column ``__m``; each delivery is committed to its partition folder
   ``<root>/cycle=<label>/time_point=NNN`` (written aside, then renamed) and added with ``ALTER
@@ -110,14 +110,18 @@ class OutputTable:
 
     def switch(self, schema: StructType, folder: str) -> None:
         """Point the table at ``folder`` in one metadata change (creating the table the first
-        time), then delete its other version folders."""
-        if self.location() is None:
+        time), then delete its version folders but this one and the one it replaces (which a
+        query begun before the switch may still be reading)."""
+        previous = self.location()
+        if previous is None:
             self._create(schema, folder, partitioned=False)
         else:
             self._sql(f"ALTER TABLE {_name(self.table)} SET LOCATION {_literal(folder)}")
         self.spark.catalog.refreshTable(self.table)
-        keep = folder.rstrip("/").rsplit("/", 1)[-1]
+        keep = {folder.rstrip("/").rsplit("/", 1)[-1]}
+        if previous is not None:
+            keep.add(previous.rstrip("/").rsplit("/", 1)[-1])
         root = self.root()
         for name in self.files.children(root):
-            if name.startswith(VERSION_PREFIX) and name != keep:
+            if name.startswith(VERSION_PREFIX) and name not in keep:
                 self.files.delete(f"{root}/{name}")
