@@ -111,7 +111,7 @@ class TableSource:
     def located(self, spark: SparkSession) -> TableSource:
         """This table with ``path`` and ``format`` those of its files, as Spark's catalog gives
         them for a catalog table (``format`` ``""``: only the table reads them); a path's as it is."""
-        if self.table is None:
+        if self.table is None or self.path:  # files, or located already
             return self
         files = table_files(spark, self.table, f"table '{self.name}'")
         return replace(self, path=files.location, format=files.format or "")
@@ -139,6 +139,14 @@ def reader_error(error: BaseException, format: str | None = None) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def _catalog_error(error: Exception, table: str, who: str) -> CatalogError:
+    """Spark's error about ``table`` as one line naming ``who``: a missing table says so."""
+    text = str(error)
+    if "TABLE_OR_VIEW_NOT_FOUND" in text or "not found" in text.lower():
+        return CatalogError(f"{who}: Spark's catalog has no table {table}")
+    return CatalogError(f"{who}: cannot read table {table}: {reader_error(error)}")
+
+
 def read_catalog_table(spark: SparkSession, table: str, who: str) -> DataFrame:
     """``table`` of Spark's catalog, its files listed afresh (rows written since the session last
     read it are seen); a missing table is one line naming ``who``."""
@@ -146,10 +154,7 @@ def read_catalog_table(spark: SparkSession, table: str, who: str) -> DataFrame:
         spark.catalog.refreshTable(table)
         return spark.read.table(table)
     except Exception as exc:  # AnalysisException: TABLE_OR_VIEW_NOT_FOUND, with Spark's context
-        text = str(exc)
-        if "TABLE_OR_VIEW_NOT_FOUND" in text or "not found" in text.lower():
-            raise CatalogError(f"{who}: Spark's catalog has no table {table}") from None
-        raise CatalogError(f"{who}: cannot read table {table}: {reader_error(exc)}") from None
+        raise _catalog_error(exc, table, who) from None
 
 
 @dataclass(frozen=True)
@@ -162,14 +167,13 @@ class TableFiles:
     partition_columns: tuple[str, ...]
 
 
-_HIVE_SERDES = {"parquet": "parquet", "orc": "orc"}
-
-
 def table_files(spark: SparkSession, table: str, who: str) -> TableFiles:
-    """Where ``table``'s files are, from Spark's catalog (a view, or a table without files, is
-    one line naming ``who``)."""
-    read_catalog_table(spark, table, who)
-    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+    """Where ``table``'s files are, from Spark's catalog (a missing table, a view, or a table
+    without files, is one line naming ``who``)."""
+    try:
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+    except Exception as exc:  # AnalysisException: TABLE_OR_VIEW_NOT_FOUND, with Spark's context
+        raise _catalog_error(exc, table, who) from None
     info = {str(r[0]).strip(): str(r[1] or "").strip() for r in rows}
     partitions: list[str] = []
     in_partitions = False
@@ -188,8 +192,8 @@ def table_files(spark: SparkSession, table: str, who: str) -> TableFiles:
         raise CatalogError(f"{who}: table {table} has no files of its own (a view?); give a table or a path")
     provider = info.get("Provider", "").lower()
     if provider == "hive":
-        serde = info.get("Serde Library", "").lower()
-        found = next((f for key, f in _HIVE_SERDES.items() if key in serde), None)
+        serde = info.get("Serde Library", "").lower()  # a Hive table stored as parquet or ORC reads as such
+        found = next((f for f in ("parquet", "orc") if f in serde), None)
     else:
         found = provider if provider in FILE_FORMATS else None
     return TableFiles(location, found, tuple(partitions))
@@ -215,7 +219,9 @@ class Catalog:
         base = document.path.resolve().parent
         tables = {}
         for name, entry in model.tables.items():
-            location = "" if entry.path is None else entry.path if _is_uri(entry.path) else str((base / entry.path).resolve())
+            location = ""  # a catalog table's: the catalog's (TableSource.located)
+            if entry.path is not None:
+                location = entry.path if _is_uri(entry.path) else str((base / entry.path).resolve())
             tables[name] = TableSource(
                 name.lower(),
                 location,

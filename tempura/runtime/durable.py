@@ -260,9 +260,9 @@ class DurableExecutor:
         table = OutputTable(self.spark, target.table, target.job, self.files)
         current = table.location()  # stops here when the table is another's
         if target.mode == "delta":
-            final = f"{table.root()}/cycle={self.cycle}/time_point={index:03d}"
+            final = f"{table.root}/cycle={self.cycle}/time_point={index:03d}"
             self._commit(frame, pending, final, index, "delivery")
-            table.add_partition(frame.schema, self.cycle, index, final)
+            table.add_partition(frame.schema, self.cycle, index, final, current)
             return final
         final = table.version_folder(self.cycle, index, int(time.time() * 1000))
         write_frame(frame, pending)
@@ -271,7 +271,7 @@ class DurableExecutor:
             self._refuse_empty(pending, current, "parquet", frame.schema, index)
         self.fence()  # a run that lost its lock switches no table
         self.files.rename(pending, final)
-        table.switch(frame.schema, final)
+        table.switch(frame.schema, final, current)
         reached("delivered", index)
         return final
 

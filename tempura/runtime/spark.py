@@ -57,11 +57,11 @@ JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
-# spark-submit's flags that stand for a setting.
 # Whether this process's JVM was started by :func:`get_spark` (a session stopped and created
 # again keeps tempura's defaults).
 _STARTED_JVM = False
 
+# spark-submit's flags that stand for a setting.
 _FLAGS = {"--master": "spark.master", "--name": "spark.app.name", "--driver-memory": "spark.driver.memory",
           "--driver-java-options": JAVA_OPTIONS, "--deploy-mode": "spark.submit.deployMode",
           "--executor-memory": "spark.executor.memory", "--executor-cores": "spark.executor.cores",

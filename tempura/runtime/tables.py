@@ -20,6 +20,7 @@ made is never written: the run stops with one line. Its files live under the tab
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from tempura.errors import ExecutionError
@@ -77,6 +78,7 @@ class OutputTable:
                                  f"it created for job '{self.job}' (drop it, or name another table)")
         return self._describe().get("Location") or None
 
+    @cached_property
     def root(self) -> str:
         """Where the table's files go: ``<database location>/<table>``."""
         parts = self.table.split(".")
@@ -96,23 +98,24 @@ class OutputTable:
         self._sql(f"CREATE TABLE {_name(self.table)} ({', '.join(columns)}) USING parquet{partitions} "
                   f"LOCATION {_literal(location)} TBLPROPERTIES ({_literal(JOB_PROPERTY)} = {_literal(self.job)})")
 
-    def add_partition(self, schema: StructType, cycle: str, index: int, folder: str) -> None:
+    def add_partition(self, schema: StructType, cycle: str, index: int, folder: str, current: str | None) -> None:
         """Make the committed ``folder`` the table's partition of ``(cycle, index)`` (creating the
-        table first if there is none); a rerun adds it once."""
-        if self.location() is None:
-            self._create(schema, self.root(), partitioned=True)
+        table first if there is none: ``current``, its :meth:`location`, is ``None``); a rerun
+        adds it once."""
+        if current is None:
+            self._create(schema, self.root, partitioned=True)
         self._sql(f"ALTER TABLE {_name(self.table)} ADD IF NOT EXISTS PARTITION "
                   f"(`cycle` = {_literal(cycle)}, `time_point` = {index}) LOCATION {_literal(folder)}")
         self.spark.catalog.refreshTable(self.table)
 
     def version_folder(self, cycle: str, index: int, stamp: int) -> str:
-        return f"{self.root()}/{VERSION_PREFIX}{cycle}-t{index:03d}-{stamp}"
+        return f"{self.root}/{VERSION_PREFIX}{cycle}-t{index:03d}-{stamp}"
 
-    def switch(self, schema: StructType, folder: str) -> None:
+    def switch(self, schema: StructType, folder: str, previous: str | None) -> None:
         """Point the table at ``folder`` in one metadata change (creating the table the first
-        time), then delete its version folders but this one and the one it replaces (which a
-        query begun before the switch may still be reading)."""
-        previous = self.location()
+        time: ``previous``, its :meth:`location`, is ``None``), then delete its version folders
+        but this one and the one it replaces (which a query begun before the switch may still be
+        reading)."""
         if previous is None:
             self._create(schema, folder, partitioned=False)
         else:
@@ -121,7 +124,6 @@ class OutputTable:
         keep = {folder.rstrip("/").rsplit("/", 1)[-1]}
         if previous is not None:
             keep.add(previous.rstrip("/").rsplit("/", 1)[-1])
-        root = self.root()
-        for name in self.files.children(root):
+        for name in self.files.children(self.root):
             if name.startswith(VERSION_PREFIX) and name not in keep:
-                self.files.delete(f"{root}/{name}")
+                self.files.delete(f"{self.root}/{name}")

@@ -45,7 +45,7 @@ def file_state(source: TableSource, spark: SparkSession | None = None) -> FileSt
     of Spark's catalog (at the location the catalog gives), through Spark's Hadoop file system
     when a session is given. ``None`` when it cannot be listed."""
     entries: list[tuple[str, int, int]] = []
-    if source.table is not None:
+    if source.table is not None and not source.path:  # a catalog table, not located yet
         if spark is None:
             return None
         source = source.located(spark)
