@@ -28,8 +28,14 @@ _measured: defaultdict[str, float] = defaultdict(float)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first (a file not measured yet last), each file's tests in their own
-    order: the sort is stable and a file's tests share one key."""
+    """Tests marked ``cluster`` left out unless ``-m`` names that marker; then the longest files
+    first (a file not measured yet last), each file's tests in their own order: the sort is
+    stable and a file's tests share one key."""
+    if "cluster" not in (config.getoption("markexpr", "") or ""):
+        left_out = [item for item in items if item.get_closest_marker("cluster") is not None]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item.get_closest_marker("cluster") is None]
     if not FILE_SECONDS.exists():
         return
     seconds = json.loads(FILE_SECONDS.read_text())
@@ -60,7 +66,7 @@ def spark() -> Iterator[object]:
     # The JIT's first tier only: the suite runs thousands of small, different Spark queries, and on
     # two cores the optimizing compiler's work costs more than its faster code saves.
     session = get_spark(master="local[2]", conf={"spark.sql.shuffle.partitions": "2",
-                                                 "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"})
+                                                 "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"})
     yield session
     session.stop()
 

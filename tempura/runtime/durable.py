@@ -22,6 +22,7 @@ point by writing its manifest (:mod:`tempura.runtime.store`).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,15 +57,19 @@ class SavedState:
     bytes: int
     form: str
     key: str = ""  # the plan's KeptState.key: what a later planning matches it by
+    # The columns it was written with (Spark's schema as JSON): read back with them, Spark reads
+    # no file's footer to find them. Empty in a manifest written before they were recorded.
+    schema: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "folder": self.folder, "produced_at": self.produced_at, "rows": self.rows,
-                "bytes": self.bytes, "form": self.form, "key": self.key}
+        out = {"id": self.id, "folder": self.folder, "produced_at": self.produced_at, "rows": self.rows,
+               "bytes": self.bytes, "form": self.form, "key": self.key}
+        return {**out, "schema": self.schema} if self.schema else out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SavedState:
         return cls(str(data["id"]), str(data["folder"]), int(data["produced_at"]), int(data["rows"]),
-                   int(data["bytes"]), str(data["form"]), str(data.get("key", "")))
+                   int(data["bytes"]), str(data["form"]), str(data.get("key", "")), str(data.get("schema", "")))
 
 
 @dataclass
@@ -130,6 +135,18 @@ def write_frame(frame: DataFrame, target: Path | str, fmt: str = "parquet") -> N
     write_output(frame, target, fmt)
 
 
+SHARED_STORAGE = "the workdir must be on storage that the driver and every executor share"
+
+
+def check_visible(files: Files, folder: Path | str, rows: int) -> None:
+    """Raise :class:`ExecutionError` when Spark wrote ``rows`` (> 0) rows to ``folder`` and this
+    driver lists no file of them: the executors wrote to a file system the driver does not see
+    (each machine's own disk, on a cluster)."""
+    if rows > 0 and not files.data_files(folder):
+        raise ExecutionError(f"{folder}: Spark's executors wrote {rows} row{'s' if rows != 1 else ''} there, but this "
+                             f"driver sees no file of them: {SHARED_STORAGE} (nothing was committed)")
+
+
 class DurableExecutor:
     """Runs the time points of one cycle of a standing query."""
 
@@ -175,8 +192,7 @@ class DurableExecutor:
             for state_id in fragment.states:
                 if state_id not in saved:
                     raise ExecutionError(f"fragment {fragment.id} reads state {state_id}, which no committed time point saved")
-                folder = self.store.cycle_dir(self.cycle) / "states" / saved[state_id].folder
-                self.spark.read.parquet(uri(folder)).createOrReplaceTempView(quote_identifier(state_id))
+                self._read_state(saved[state_id]).createOrReplaceTempView(quote_identifier(state_id))
             for read in fragment.sources:
                 if read.scan.table not in self.feeds:
                     raise ExecutionError(f"the plan reads source '{read.scan.table}', which has no data")
@@ -191,7 +207,7 @@ class DurableExecutor:
                 planned = next((s for s in plan.states if s.id == fragment.keeps), None)
                 state = self._save(fragment, frame, index, planned.key if planned is not None else "")
                 saved[state.id] = run.saved[state.id] = state
-                frame = self.spark.read.parquet(uri(self.store.cycle_dir(self.cycle) / "states" / state.folder))
+                frame = self._read_state(state)
             if fragment.delivers:
                 run.delivered = self._deliver(plan, frame, index)
         if fragment.keeps is not None:
@@ -215,12 +231,24 @@ class DurableExecutor:
         self.files.rename(pending, final)
         reached("state-saved" if what == "state" else "delivered", index)
 
+    def _read_state(self, state: SavedState) -> DataFrame:
+        """A saved state's rows; with its recorded columns, which are what Spark would find in
+        its files' footers (every column nullable either way), without the job that reads them."""
+        from pyspark.sql.types import StructType
+
+        reader = self.spark.read
+        if state.schema:
+            reader = reader.schema(StructType.fromJson(json.loads(state.schema)))
+        return reader.parquet(uri(self.store.cycle_dir(self.cycle) / "states" / state.folder))
+
     def _save(self, fragment: Fragment, frame: DataFrame, index: int, key: str) -> SavedState:
         assert fragment.keeps is not None
         final = self.store.state_path(self.cycle, fragment.keeps, index)
         with self.meter.measure(f"save {fragment.keeps}") as written:
             self._commit(frame, self.store.pending(self.cycle) / "states" / fragment.keeps, final, index, "state")
-        return SavedState(fragment.keeps, final.name, index, written.rows_written, self.files.size(final), fragment.form, key)
+        check_visible(self.files, final, written.rows_written)
+        return SavedState(fragment.keeps, final.name, index, written.rows_written, self.files.size(final), fragment.form, key,
+                          frame.schema.json())
 
     def _deliver(self, plan: MultiTimePlan, frame: DataFrame, index: int) -> str:
         """Write the delivery where it goes; returns the folder holding it."""

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 TP = "__tp"
 OP = "__op"
 FILE = "__file"
+# Formats whose files store their columns' types: a file of one is checked by names and types.
+TYPED_FORMATS = ("parquet", "orc")
 
 
 @dataclass(frozen=True)
@@ -117,9 +119,12 @@ def _spark_errors() -> tuple[type[Exception], ...]:
     return PySparkException, Py4JJavaError
 
 
-def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = None) -> DataFrame:
+def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = None,
+                columns: StructType | None = None) -> DataFrame:
     """The source's files (all, or ``paths``) as Spark reads them, with each row's file; a catalog
-    table through the catalog, its files listed afresh."""
+    table through the catalog, its files listed afresh. ``columns``: the columns every file of a
+    typed format (parquet, ORC) is known to have, names and types, which Spark then takes instead
+    of reading a footer for them; ignored for other formats, whose types Spark infers from data."""
     from pyspark.sql import functions as F
 
     if feed.table is not None and paths is None:
@@ -132,6 +137,8 @@ def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = N
     reader = spark.read.format(feed.format).options(**dict(feed.options))
     if feed.schema:
         reader = reader.schema(", ".join(f"{quote_identifier(c)} {t}" for c, t in feed.schema.items()))
+    elif columns is not None and feed.format in TYPED_FORMATS:
+        reader = reader.schema(columns)
     try:
         frame = reader.load(list(paths) if paths is not None else uri(feed.location))
         return frame.withColumn(FILE, F.input_file_name())
@@ -177,7 +184,7 @@ def check_schema(feed: Feed, expected: StructType, found: Mapping[str, StructTyp
     """Raise :class:`ExecutionError` naming the first of the files ``found`` (each with its
     columns, :func:`file_schemas`) whose columns differ from ``expected`` (names, and types where
     the format stores them)."""
-    typed = feed.format in ("parquet", "orc")
+    typed = feed.format in TYPED_FORMATS
     want = {f.name.lower(): f.dataType.simpleString() for f in expected.fields
             if f.name != FILE and f.name.lower() not in feed.partition_columns}
     for path, schema in found.items():

@@ -103,7 +103,7 @@ class PlanExecutor:
         except spark_errors() as error:
             raise ExecutionError(f"writing state {state} failed: {spark_error_message(error)}") from None
         pending.rename(final)
-        kept = self.spark.read.parquet(str(final))
+        kept = self.spark.read.schema(frame.schema).parquet(str(final))  # the columns written: no footer read
         kept.createOrReplaceTempView(state)
         return kept
 

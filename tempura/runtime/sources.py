@@ -56,6 +56,9 @@ class SourceData:
     hidden: tuple[str, ...] = ()  # further columns a query does not see (change metadata)
     deletion_policy: str = "strict"  # a deletion of an absent row: an error ("strict") or nothing ("lenient")
     checked: bool = False  # its deletions were checked interval by interval as they landed (tempura's landing)
+    # The versions whose deletions were found to remove only present rows: each is checked once,
+    # however many reads of its snapshot a plan and its reference make.
+    present: set[int] = field(default_factory=set, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         columns = {c.lower(): c for c in self.frame.columns}
@@ -172,7 +175,7 @@ def source_snapshot(source: SourceData, version: int) -> DataFrame:
         if source.deletion_policy == "lenient":
             consolidated = consolidated.withColumn(MULT, F.greatest(_column(MULT), F.lit(0).cast("bigint")))
         else:
-            _check_present(source, short.select(*data, F.lit(version).alias(_FIRST), (-_column(MULT)).alias(_EXCESS)))
+            _check_present(source, version, short.select(*data, F.lit(version).alias(_FIRST), (-_column(MULT)).alias(_EXCESS)))
     else:
         consolidated = _interval_counts(source, rows, version)
     copy = "__copy"
@@ -214,16 +217,21 @@ def _interval_counts(source: SourceData, rows: DataFrame, version: int) -> DataF
         F.min(F.when(_column(_RUNNING) < 0, _column(ivl))).alias(_FIRST),
     )
     if source.deletion_policy != "lenient":
-        _check_present(source, counts.where(_column(_EXCESS) < 0).select(*data, _column(_FIRST), (-_column(_EXCESS)).alias(_EXCESS)))
+        _check_present(source, version, counts.where(_column(_EXCESS) < 0).select(*data, _column(_FIRST),
+                                                                   (-_column(_EXCESS)).alias(_EXCESS)))
         return counts.select(*data, _column(MULT))
     return counts.select(*data, (_column(MULT) - _column(_EXCESS)).alias(MULT))
 
 
-def _check_present(source: SourceData, short: DataFrame) -> None:
+def _check_present(source: SourceData, version: int, short: DataFrame) -> None:
     """Raise :class:`ExecutionError` naming the first row of ``short`` (the data columns, the
-    interval its count first goes below 0 in, and by how much): a deletion of an absent row."""
+    interval its count first goes below 0 in, and by how much): a deletion of an absent row.
+    ``version``: the snapshot ``short`` is of; one found right is not looked at again."""
+    if version in source.present:
+        return
     missing = short.limit(1).collect()
     if not missing:
+        source.present.add(version)
         return
     row = missing[0].asDict()
     described = ", ".join(f"{c}={row[c]!r}" for c in source.data_columns)

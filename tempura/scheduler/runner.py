@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from tempura.catalog import table_files
 from tempura.errors import CatalogError, TempuraError
 from tempura.optimizer import CommittedState, Resume
-from tempura.runtime.durable import DurableExecutor, OutputTarget, SavedState, TimePointRun, write_frame
+from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, TimePointRun, check_visible,
+                                     write_frame)
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
 from tempura.runtime.ingest import (OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_schema,
@@ -593,15 +594,23 @@ class Runner:
         """Stop the time point before it plans (planning reads the sources) if a file first found
         now has columns other than its source's: those the last commit recorded, or the source's
         own at ``t_1``."""
-        from pyspark.sql.types import StructType
-
         for name, feed in self.feeds.items():
             seen = set((previous or {}).get("seen_files", {}).get(name, []))
             new = [f[0] for f in self.files.data_files(feed.location) if f[0] not in seen]
             found = file_schemas(self.spark, feed, new)  # every new file readable on its own, before the source whole
-            recorded = (previous or {}).get("schemas", {}).get(name)
-            reference = StructType.fromJson(json.loads(recorded)) if recorded else read_source(self.spark, feed).schema
-            check_schema(feed, StructType([f for f in reference.fields if f.name not in (TP, OP)]), found)
+            reference = self._recorded_columns(previous, name) or read_source(self.spark, feed).schema
+            check_schema(feed, reference, found)
+
+    @staticmethod
+    def _recorded_columns(previous: dict[str, Any] | None, name: str) -> StructType | None:
+        """Source ``name``'s columns as the last commit recorded them (its landing's, without
+        ``__tp`` and ``__op``); ``None`` before the first commit."""
+        from pyspark.sql.types import StructType
+
+        recorded = (previous or {}).get("schemas", {}).get(name)
+        if not recorded:
+            return None
+        return StructType([f for f in StructType.fromJson(json.loads(recorded)).fields if f.name not in (TP, OP)])
 
     def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None,
               tick: Callable[[str], None]) -> tuple[dict[str, Landed], WorkMetrics]:
@@ -615,7 +624,9 @@ class Runner:
             seen = set((previous or {}).get("seen_files", {}).get(name, []))
             files = self.files.data_files(feed.location)
             new = [f for f in files if f[0] not in seen]
-            raw = read_source(self.spark, feed)
+            # A typed format's files were each checked against the recorded columns (names and
+            # types): read with those, Spark reads no footer to find them again.
+            raw = read_source(self.spark, feed, columns=self._recorded_columns(previous, name))
             schema = landed_schema(feed, raw.schema)
             self._schemas[name] = schema
             landed_before = None
@@ -634,6 +645,7 @@ class Runner:
             pending = self.store.pending(label) / "landing" / name
             with self.meter.measure(f"land {name}") as written:
                 write_frame(rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields]), pending)
+            check_visible(self.files, pending, written.rows_written)  # the first write of a run: a workdir not shared
             reached("landing", index)
             self.lock.check()  # a run that lost its lock puts nothing in place
             final = self.store.landing_interval(label, name, index)
