@@ -147,10 +147,11 @@ class Trial:
         value = values[(index or len(values)) - 1]
         return value.isoformat() if isinstance(value, (dt.date, dt.datetime)) else str(value)
 
-    def run_args(self, method: str, index: int | None = None, *extra: str) -> list[str]:
-        """``tempura run`` of this trial's due time points as of ``index`` (default: all)."""
-        return ["run", str(self.spec_path), "--method", method, "--now", self.now(index), "--workdir", str(self.workdir),
-                *extra]
+    def run_args(self, method: str, index: int | None = None, *extra: str, workdir: str | None = None) -> list[str]:
+        """``tempura run`` of this trial's due time points as of ``index`` (default: all);
+        ``workdir``: the trial's workdir written another way (a ``file:`` URI)."""
+        return ["run", str(self.spec_path), "--method", method, "--now", self.now(index), "--workdir",
+                workdir or str(self.workdir), *extra]
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

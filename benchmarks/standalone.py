@@ -141,7 +141,7 @@ def start(folder: Path, private: Path | None = None, timeout: float = 90.0) -> S
             private.mkdir(parents=True, exist_ok=True)
             if shutil.which("unshare") is None:
                 raise ClusterError("a private folder for the worker needs unshare(1)")
-            mount = f'mount -t tmpfs tempura-private "$0" && exec "$@"'
+            mount = 'mount -t tmpfs tempura-private "$0" && exec "$@"'
             worker = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(private), *worker]
         cluster.worker = subprocess.Popen(worker, env=env, stdout=worker_log, stderr=subprocess.STDOUT,
                                           start_new_session=True)

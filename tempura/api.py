@@ -16,6 +16,7 @@ from tempura.cost import CostConstants, PlanCost
 from tempura.optimizer.explain import StatsExplainer
 from tempura.optimizer import Optimizer, PlannedQuery
 from tempura.runtime.executor import SparkPlanning
+from tempura.runtime.files import local_folder
 from tempura.sql import parse_query, to_spark_sql
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 
@@ -47,7 +48,7 @@ class Session:
     ) -> None:
         self.catalog = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
         self.dialect = dialect
-        self.workdir = Path(workdir)
+        self.workdir = local_folder(workdir)
         self.cost_constants = cost_constants or CostConstants()
         self.spark_planning = spark_planning or SparkPlanning()
         self._spark = spark

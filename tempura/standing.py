@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from tempura.errors import TempuraError
+from tempura.runtime.files import local_folder
 from tempura.scheduler.spec import Spec, load_spec, parse_size
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class StandingQuery:
     def __init__(self, spec: str | Path | Spec, workdir: str | Path = DEFAULT_WORKDIR,
                  spark: SparkSession | None = None, progress: Progress | None = None) -> None:
         self.spec = spec if isinstance(spec, Spec) else load_spec(spec)
-        self.workdir = Path(workdir).absolute()  # as of now: the working folder may change later
+        self.workdir = local_folder(workdir)  # absolute as of now: the working folder may change later
         self.progress = progress
         self._spark = spark
 

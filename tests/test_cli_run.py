@@ -1,7 +1,7 @@
 """``tempura run`` as an operator meets it, on Spark: ``--simulate`` starts afresh each time, an
 output given as a ``file://`` URI is delivered there (not under the spec's folder), a lock left by
 a holder the operator knows to be dead goes with ``--force-unlock`` and a warning, and a second
-run names the holder in one line."""
+run names the holder in one line; a workdir on an object store is refused in one line."""
 
 from __future__ import annotations
 
@@ -69,3 +69,14 @@ def test_a_held_lock_stops_a_run_in_one_line_and_force_unlock_removes_it(spark: 
     assert "warning: removed the lock" in forced.output and "pid 4242 on other-host" in forced.output
     assert len(list(folder.rglob("t[0-9][0-9][0-9].json"))) == 2
     assert not (folder / NAME).exists()
+
+
+def test_a_workdir_on_another_file_system_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The job's manifests, lock and history go through the local file system: an object store's
+    URI is refused before anything is read or written, naming it."""
+    spec = write_spec(tmp_path, QUERY)
+    result = run(str(spec), "--now", "2026-01-01T13:00:00", "--workdir", "s3a://bucket/work")
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "s3a://bucket/work" in lines[0], result.output
+    assert not list(tmp_path.rglob("*s3a*")), "a folder named after the URI was made"

@@ -21,7 +21,9 @@ kill points after it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -140,8 +142,24 @@ def test_a_run_killed_at_a_phase_is_finished_by_the_next_and_delivers_the_refere
 def test_a_second_run_stops_naming_the_holder_and_one_with_wait_waits_and_finds_nothing_due(
         spark: Any, scenarios: Scenarios, expected: Expected) -> None:
     """While a run holds the job, a second stops at once with one line naming it; a third, with
-    --wait, waits for it to finish and then finds every time point committed."""
+    --wait, waits for it to finish and then finds every time point committed. The workdir is on
+    another file system than the sources and the output (a memory file system where the machine
+    has one): a delivery moves from the workdir's pending folder to the output across it."""
     trial = new_trial(scenarios["sales_returns"], "pair")
+    elsewhere, other = Path("/dev/shm"), None
+    if elsewhere.is_dir() and os.access(elsewhere, os.W_OK) and elsewhere.stat().st_dev != trial.folder.stat().st_dev:
+        other = Path(tempfile.mkdtemp(prefix="tempura-workdir-", dir=elsewhere))
+        shutil.copytree(trial.workdir, other, dirs_exist_ok=True)  # the seeded statistics
+        shutil.rmtree(trial.workdir)
+        trial.workdir.symlink_to(other, target_is_directory=True)
+    try:
+        _pair(spark, trial, expected)
+    finally:
+        if other is not None:
+            shutil.rmtree(other, ignore_errors=True)
+
+
+def _pair(spark: Any, trial: faults.Trial, expected: Expected) -> None:
     first = faults.start(trial.run_args("ivm"))
     began = time.monotonic()
     try:
@@ -165,10 +183,14 @@ def test_a_second_run_stops_naming_the_holder_and_one_with_wait_waits_and_finds_
 @pytest.fixture(scope="module")
 def committed(fast_spark: Any, scenarios: Scenarios, root: Path) -> tuple[faults.Trial, Path]:
     """A job run by ``ivm`` through t3 (states alive for t4), and a copy of its folders to put
-    back before each damage."""
+    back before each damage. Its workdir is given as a ``file://`` URI, which names the same
+    folder as the path (checked: the job is where the path says, and nothing is made under the
+    working folder)."""
     trial = faults.new_trial(scenarios["sales_returns"], "damaged")
-    ran = faults.run_in_process(trial.run_args("ivm", 3))
+    ran = faults.run_in_process(trial.run_args("ivm", 3, workdir=trial.workdir.as_uri()))
     assert ran.code == 0, ran.last_lines()
+    assert trial.store().manifest_path(trial.cycle().label, 3).exists()
+    assert not (faults.PROJECT / "file:").exists()
     backup = root / "damaged-backup"
     shutil.copytree(trial.folder, backup)
     return trial, backup

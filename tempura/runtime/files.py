@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
-from tempura.errors import ExecutionError
+from tempura.errors import ExecutionError, TempuraError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -25,6 +26,24 @@ def uri(path: str | Path) -> str:
         return text
     # not Path.as_uri(): it percent-encodes characters such as '=', which Hadoop keeps literally
     return "file://" + str(Path(text).resolve())
+
+
+def local_folder(value: str | Path, what: str = "workdir") -> Path:
+    """``value`` (a path, or a ``file:`` URI) as an absolute local path. A URI of another file
+    system raises :class:`TempuraError`: the job's manifests, lock and history are written through
+    the local file system (on a cluster, a mount every machine shares)."""
+    text = str(value)
+    scheme, colon, rest = text.partition(":")
+    if colon and len(scheme) > 1 and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        if scheme.lower() != "file":
+            raise TempuraError(f"{what} {text}: a {scheme}:// {what} is not supported: tempura writes the job's manifests, "
+                               f"lock and history through the local file system; use a local path or a mount every "
+                               f"machine of the cluster shares")
+        parsed = urlparse(text)
+        if parsed.netloc not in ("", "localhost"):
+            raise TempuraError(f"{what} {text}: a file URI names a local path (file:///path), not host '{parsed.netloc}'")
+        return Path(unquote(parsed.path)).absolute()
+    return Path(text).absolute()
 
 
 class Files:
