@@ -333,6 +333,45 @@ def bench_mqo(repeat: int, out: str, stats_file: str | None, queries: tuple[str,
     click.echo(json.dumps(report["summary"], indent=2))
 
 
+@bench.command("cluster")
+@click.option("--scenario", default="sales_returns", show_default=True, help="The scenario whose cycle runs.")
+@click.option("--scale", default=0.01, show_default=True, type=float, help="Data scale of the scenario.")
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=1), help="Rounds per contender (medians).")
+@click.option("--method", default="auto", show_default=True, type=click.Choice(METHOD_CHOICES))
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench/cluster", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_cluster(scenario: str, scale: float, repeat: int, method: str, out: str, workdir: str) -> None:
+    """One scenario's cycle on a local master and on a Spark standalone cluster started here (one
+    worker with the same cores, bound to 127.0.0.1), alternating: wall time, executor CPU and
+    whether every time point equals the local reference, side by side."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import cluster
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    if scenario not in scenario_names():
+        raise click.BadParameter(f"unknown scenario '{scenario}' (one of {', '.join(scenario_names())})",
+                                 param_hint="--scenario")
+    console = Console(stderr=True)
+    report = cluster.bench(get_spark(), Path(out), Path(workdir).resolve(), scenario, scale, repeat, method,
+                           lambda m: console.log(m))
+    table = Table(title=f"bench cluster: {scenario} at scale {scale}, {method}, medians of {repeat} ({report['seconds']:.0f} s)")
+    for column in ("contender", "run (s)", "time points (s)", "executor CPU (s)", "equal to the reference"):
+        table.add_column(column)
+    for name, row in report["summary"].items():
+        table.add_row(name, f"{row['seconds']:.1f}", f"{row['time_point_wall']:.1f}", f"{row['executor_cpu']:.1f}",
+                      "yes" if row["correct"] else "NO")
+    ratio = report["cluster_over_local"]
+    table.add_row("cluster / local", *(f"{ratio[k]:.2f}" if ratio[k] is not None else "-"
+                                       for k in ("seconds", "time_point_wall", "executor_cpu")), "")
+    Console().print(table)
+    click.echo("wrote " + ", ".join(report["files"]))
+    sys.exit(0 if all(row["correct"] for row in report["summary"].values()) else 1)
+
+
 @bench.command("faults")
 @click.option("--kills", default=200, show_default=True, type=click.IntRange(min=0), help="Random kill points.")
 @click.option("--pairs", default=20, show_default=True, type=click.IntRange(min=0), help="Pairs of runs started at once.")

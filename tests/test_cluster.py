@@ -12,6 +12,7 @@ Each driver is a subprocess whose SparkSession connects to the cluster through
   local reference at every time point.
 - A workdir the executors do not share with the driver (the worker sees an empty file system of
   its own over that folder) stops the first commit with one line saying so, committing nothing.
+- ``tempura bench cluster``'s harness, one round: both contenders checked and measured.
 """
 
 from __future__ import annotations
@@ -98,3 +99,19 @@ def test_a_workdir_the_executors_do_not_share_stops_the_first_commit_with_one_li
     line = driven.exit.errors[0]
     assert SHARED_STORAGE in line and str(workdir) in line, line
     assert not list(workdir.rglob("t0*.json")), "a manifest was committed"
+
+
+def test_the_cluster_benchmark_runs_both_contenders_checks_and_measures_them(
+        cluster: standalone.Standalone, spark: Any, root: Path) -> None:
+    import json
+
+    from benchmarks.cluster import bench
+
+    lines: list[str] = []
+    report = bench(spark, root / "bench", root / "bench-work", repeat=1, log=lines.append, running=cluster)
+    assert [line.split(" round ")[0] for line in lines] == ["local", "cluster"], lines
+    for name in ("local", "cluster"):
+        row = report["summary"][name]
+        assert row["correct"] and row["executor_cpu"] > 0 and row["seconds"] >= row["time_point_wall"] > 0, row
+    assert report["cluster_over_local"]["executor_cpu"] > 0
+    assert json.loads((root / "bench" / "cluster.json").read_text())["summary"] == report["summary"]
