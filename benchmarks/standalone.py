@@ -117,6 +117,15 @@ class Standalone:
         self.stop()
 
 
+def can_mount_privately() -> bool:
+    """Whether this process may give a child a mount namespace of its own (``unshare --mount``
+    needs root, or a user namespace the system allows)."""
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
 def start(folder: Path, private: Path | None = None, timeout: float = 90.0) -> Standalone:
     """Start a master and a worker (:data:`CORES` cores, :data:`MEMORY`) with their logs and the
     worker's folder under ``folder``; returns once the worker has registered. ``private``: a folder
@@ -139,8 +148,8 @@ def start(folder: Path, private: Path | None = None, timeout: float = 90.0) -> S
                   "--memory", MEMORY, "--webui-port", str(free_port()), "--work-dir", str(folder / "worker"), cluster.url]
         if private is not None:
             private.mkdir(parents=True, exist_ok=True)
-            if shutil.which("unshare") is None:
-                raise ClusterError("a private folder for the worker needs unshare(1)")
+            if not can_mount_privately():
+                raise ClusterError("a private folder for the worker needs a mount namespace (unshare --mount)")
             mount = 'mount -t tmpfs tempura-private "$0" && exec "$@"'
             worker = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(private), *worker]
         cluster.worker = subprocess.Popen(worker, env=env, stdout=worker_log, stderr=subprocess.STDOUT,
@@ -170,4 +179,5 @@ def _wait(cluster: Standalone, ready: Any, timeout: float, what: str) -> None:
     raise ClusterError(f"{what} within {timeout:.0f} s\n{cluster.log_tail()}")
 
 
-__all__ = ["CORES", "HOST", "MEMORY", "ClusterError", "Standalone", "free_port", "spark_home", "start"]
+__all__ = ["CORES", "HOST", "MEMORY", "ClusterError", "Standalone", "can_mount_privately", "free_port", "spark_home",
+           "start"]
