@@ -9,6 +9,7 @@ cluster without code changes.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -33,17 +34,17 @@ def local_folder(value: str | Path, what: str = "workdir") -> Path:
     system raises :class:`TempuraError`: the job's manifests, lock and history are written through
     the local file system (on a cluster, a mount every machine shares)."""
     text = str(value)
-    scheme, colon, rest = text.partition(":")
-    if colon and len(scheme) > 1 and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
-        if scheme.lower() != "file":
-            raise TempuraError(f"{what} {text}: a {scheme}:// {what} is not supported: tempura writes the job's manifests, "
-                               f"lock and history through the local file system; use a local path or a mount every "
-                               f"machine of the cluster shares")
-        parsed = urlparse(text)
-        if parsed.netloc not in ("", "localhost"):
-            raise TempuraError(f"{what} {text}: a file URI names a local path (file:///path), not host '{parsed.netloc}'")
-        return Path(unquote(parsed.path)).absolute()
-    return Path(text).absolute()
+    other = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", text)
+    if other and other.group(1).lower() != "file":
+        raise TempuraError(f"{what} {text}: a {other.group(1)}:// {what} is not supported: tempura writes the job's "
+                           f"manifests, lock and history through the local file system; use a local path or a mount "
+                           f"every machine of the cluster shares")
+    if not text.lower().startswith("file:"):
+        return Path(text).absolute()
+    parsed = urlparse(text)
+    if parsed.netloc not in ("", "localhost"):
+        raise TempuraError(f"{what} {text}: a file URI names a local path (file:///path), not host '{parsed.netloc}'")
+    return Path(unquote(parsed.path)).absolute()
 
 
 class Files:
