@@ -97,7 +97,7 @@ def arrival_bounds(spec: Spec, cycle: Cycle | None = None,
         if source.arrival.column is None or source.changes is not None:
             continue
         out[name] = SourceBound(source.arrival.column, tuple(cycle.time_points.values),
-                                None if window else cycle.origin, on_time=spec.model.late == "reject" and not window)
+                                None if window else spec.origin(name, cycle), on_time=spec.model.late == "reject" and not window)
     dropped = set(broken)
     keys = {name: {c: d for c, d in columns.items() if d not in dropped} for name, columns in spec.key_domains().items()}
     reach: dict[str, dict[str, tuple[int, ...]]] = {}

@@ -5,7 +5,8 @@ runs the spec's query text through Spark, so every result tempura delivers can b
 against it. A source as of ``t_i`` is read from the source's own files, not from tempura's
 landing:
 
-- ``arrival: {column: c}``: the rows with ``t_0 < c <= t_i`` (``t_0``: the cycle's origin); for a
+- ``arrival: {column: c}``: the rows with ``t_0 < c <= t_i`` (``t_0``: the cycle's origin), or
+  every row with ``c <= t_i`` for a source that keeps its history (``history: keep``); for a
   periodic range query, ``t_i - length < c <= t_i``;
 - ``arrival: {by: file}``: every row of its files (a simulation's replay finds them all at
   ``t_1``);
@@ -45,7 +46,7 @@ def as_of(spark: SparkSession, spec: Spec, cycle: Cycle, index: int) -> dict[str
             arrival, hidden = _ALWAYS, (_ALWAYS,)
         else:
             arrival = source.arrival.column
-            floor = values[index - 1] - window if window is not None else cycle.origin  # type: ignore[operator]
+            floor = values[index - 1] - window if window is not None else spec.origin(name, cycle)  # type: ignore[operator]
             if floor is not None:
                 frame = frame.where(F.col(quote_identifier(arrival)) > _time_literal(floor))
         changes = source.changes

@@ -634,7 +634,7 @@ class Runner:
                 folders = [uri(self.store.landing_interval(label, name, i)) for i in range(1, index)]
                 landed_before = self.spark.read.schema(schema).parquet(*folders)
             new_paths = {f[0] for f in new}
-            rows, late = interval_rows(feed, raw, new_paths, cycle.origin, cycle.time_points.values, index,
+            rows, late = interval_rows(feed, raw, new_paths, self.spec.origin(name, cycle), cycle.time_points.values, index,
                                        self.spec.model.late, landed_before, keep_file=True)
             absent, checked = 0, WorkMetrics()
             if feed.op_column is not None:  # every op value known, no deletion of a row not there

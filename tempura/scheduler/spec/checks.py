@@ -188,6 +188,9 @@ def _check_keys(document: YamlDocument, model: SpecFile) -> None:
     for name, source in model.sources.items():
         if source.key is not None and source.changes is not None:
             _fail(document, ("sources", name, "key"), "a change-data source can delete a key and land it again: keys are for sources that only insert")
+        if source.history is not None and model.schedule.range is not None:
+            _fail(document, ("sources", name, "history"), "a range query's window says which rows count: 'history' "
+                  "is for queries without 'range'")
         if source.key is not None and model.schedule.range is not None:
             _fail(document, ("sources", name, "key"), "a range query's window drops old rows as it slides: keys are for queries without 'range'")
         for target, column in source.arrival.with_.items():
@@ -222,6 +225,9 @@ def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpe
             given = "insert_values" if "insert_values" in source.changes.model_fields_set else "delete_values"
             _fail(document, ("sources", name, "changes", given),
                   f"'{both[0]}' cannot mark both an insertion and a deletion (insert_values and delete_values share it)")
+    if source.history == "fresh" and source.arrival.by == "file":
+        _fail(document, ("sources", name, "history"), "a source arriving by file has no arrival values to tell rows "
+              "from before a cycle's origin: it keeps every file it finds (history: keep)")
     if source.schema_ is None:
         return
     declared = {column.lower() for column in source.schema_}

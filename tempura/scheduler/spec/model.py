@@ -249,6 +249,16 @@ class SourceSpec(_Strict):
     changes: ChangeColumns | None = None
     expected: Annotated[ExpectedArrival | None, BeforeValidator(_expected_arrival)] = None
     key: Text | None = None  # a column whose every value lands once in a cycle
+    history: Literal["keep", "fresh"] | None = None
+    """Whether the rows that arrived before a cycle's origin count in the cycle: ``keep`` (a
+    dimension keeps its history) or ``fresh`` (a fact table starts afresh with each cycle). By
+    default a source arriving by a column starts afresh, and one arriving by file keeps every
+    file it finds: its rows have no arrival values to tell old from new."""
+
+    @property
+    def keeps_history(self) -> bool:
+        """Whether rows from before a cycle's origin count in the cycle."""
+        return self.history == "keep" or (self.history is None and self.arrival.by == "file")
 
     @model_validator(mode="after")
     def _path_or_table(self) -> SourceSpec:

@@ -82,6 +82,12 @@ class Spec:
         origin, values = found
         return Cycle(n, origin, TimePoints(values, deliver_indices(self.model.schedule.deliver, len(values))))
 
+    def origin(self, source: str, cycle: Cycle) -> TimeValue | None:
+        """Where ``source``'s rows start to count in ``cycle``: the cycle's origin ``t_0`` for a
+        source that starts afresh with each cycle, ``None`` (every row up to ``t_1`` lands in
+        interval 1) for one that keeps its history (``history: keep``)."""
+        return None if self.sources[source.lower()].keeps_history else cycle.origin
+
     @property
     def window(self) -> dt.timedelta | int | None:
         """A range query's window length, or ``None``."""
