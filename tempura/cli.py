@@ -469,7 +469,7 @@ def _echo_results(results: list[Any]) -> None:
                    + (f", {run['rejected_rows']} late rows rejected" if run["rejected_rows"] else "")
                    + "".join(f"; {', '.join(ran)}, not {run['method']}: {why}" for why, ran in fell.items())
                    + (f"; delivered {r.delivered}" if r.delivered else "")
-                   + (f"; {r.reason}" if r.replanned else ""))
+                   + (f"; {r.reason}" if r.reason else ""))
 
 
 @main.command("check")

@@ -153,7 +153,7 @@ class DurableExecutor:
     def __init__(self, spark: SparkSession, store: JobStore, cycle: str, feeds: Mapping[str, Feed],
                  schemas: Mapping[str, StructType], k: int, output: OutputTarget | None = None,
                  planning: SparkPlanning | None = None, allow_empty: bool = False,
-                 fence: Callable[[], None] | None = None) -> None:
+                 fence: Callable[[], None] | None = None, history: Mapping[str, list[str]] | None = None) -> None:
         self.spark = spark
         self.store = store
         self.cycle = cycle
@@ -166,12 +166,18 @@ class DurableExecutor:
         self.planning = planning or SparkPlanning()
         self.meter = Meter(spark)
         self.files = store.files or Files(spark)
+        # a carried cycle's interval 1 per source: the folders of the history it took over
+        # (paths under the job's folder), read as interval 1 whatever interval they landed as
+        self.history = dict(history) if history is not None else None
 
     def landed(self, name: str, first: int, last: int) -> SourceData:
         """Source ``name`` as landed in intervals ``first..last``: the folders of those only, so
         that a read of a few intervals neither lists nor opens the files of the others."""
-        folders = [uri(self.store.landing_interval(self.cycle, name, i)) for i in range(first, last + 1)]
-        return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k)
+        carried = self.history is not None and first == 1
+        own = range(2 if carried else first, last + 1)
+        folders = [uri(self.store.landing_interval(self.cycle, name, i)) for i in own]
+        history = [uri(self.store.root / p) for p in (self.history or {}).get(name, [])] if carried else []
+        return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history)
 
     def run(self, plan: MultiTimePlan, index: int, committed: Mapping[str, SavedState],
             progress: Callable[[Fragment], None] | None = None) -> TimePointRun:

@@ -291,10 +291,25 @@ def null_arrival_rows(feed: Feed, source: DataFrame, new_files: set[str]) -> Dat
     return source.where(_col(FILE).isin(sorted(new_files)) & _col(feed.arrival_column).isNull()).drop(FILE)
 
 
-def landing_data(spark: SparkSession, feed: Feed, folders: Sequence[str], schema: StructType, k: int) -> SourceData:
-    """The landed intervals ``folders`` of ``feed`` as a :class:`SourceData` whose time points
-    are the interval indices ``1..k`` (``__tp``)."""
-    frame = spark.read.schema(schema).parquet(*folders) if folders else spark.createDataFrame([], schema)
+def landed_rows(spark: SparkSession, schema: StructType, folders: Sequence[str], history: Sequence[str] = ()) -> DataFrame:
+    """The rows of the landed ``folders``, and of the ``history`` folders a carried cycle took
+    over (each landed as an interval of an earlier cycle), read as its interval 1."""
+    from pyspark.sql import functions as F
+
+    parts = [spark.read.schema(schema).parquet(*folders)] if folders else []
+    if history:
+        parts.append(spark.read.schema(schema).parquet(*history).withColumn(TP, F.lit(1).cast("int")))
+    if not parts:
+        return spark.createDataFrame([], schema)
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+def landing_data(spark: SparkSession, feed: Feed, folders: Sequence[str], schema: StructType, k: int,
+                 history: Sequence[str] = ()) -> SourceData:
+    """The landed intervals ``folders`` of ``feed`` (and a carried cycle's ``history``, as
+    interval 1) as a :class:`SourceData` whose time points are the interval indices ``1..k``
+    (``__tp``)."""
+    frame = landed_rows(spark, schema, folders, history)
     return SourceData(feed.name, frame, TP, OP if feed.deletes else None, ("D",), tuple(range(1, k + 1)),
                       hidden=feed.hidden, checked=True)
 
@@ -310,4 +325,4 @@ def landed_schema(feed: Feed, source_schema: StructType) -> StructType:
 
 
 __all__ = ["FILE", "OP", "TP", "Feed", "Landed", "check_schema", "file_schemas", "interval_rows", "landed_schema",
-           "landing_data", "null_arrival_rows", "read_source"]
+           "landed_rows", "landing_data", "null_arrival_rows", "read_source"]

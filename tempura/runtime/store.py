@@ -236,6 +236,14 @@ class JobStore:
                     continue
                 if rows is not None and rows != entry["rows"]:
                     problems.append(f"cycle {cycle} t{index}: {folder} ({named}) holds {rows} rows, not {entry['rows']}")
+        for entries in dict(manifest.get("history", {})).values():  # a carried cycle's history, in earlier cycles
+            for entry in entries:
+                folder = self.root / str(entry["path"])
+                if not folder.is_dir():
+                    problems.append(f"cycle {cycle} t{index}: {folder} (history {named}) is missing")
+                    continue
+                problems += listed_problems(folder, entry.get("files", {}),
+                                            lambda name: f"cycle {cycle} t{index}: {folder / name} (history {named})")
         return problems
 
     def check_readable(self, cycle: str, manifest: Mapping[str, Any], index: int) -> None:

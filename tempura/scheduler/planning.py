@@ -14,6 +14,7 @@ one or more methods; :func:`output_mode` is the delivery the spec asks for.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
@@ -25,16 +26,20 @@ from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
 from tempura.optimizer import AUTO_MARGIN, Arrival, Optimizer, Resume, plan_methods
 from tempura.mqo import BudgetError, MqoOptions
-from tempura.scheduler.reoptimize import Measured, scaled_lookup, updated
+from tempura.scheduler.reoptimize import (Measured, after_history, expected_rows, scaled_lookup, updated,
+                                          with_lookahead)
 from tempura.scheduler.spec import Cycle, Spec
 from tempura.sql import parse_query
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 from tempura.tvr.arrival import ArrivalModel, SourceArrival, measure
 from tempura.tvr.bounds import ArrivalBounds, SourceBound
 from tempura.tvr.plan import MultiTimePlan
+from tempura.tvr.time import TimePoints
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from tempura.stats.model import TableStats
 
     from tempura.runtime.sources import SourceData
 
@@ -52,10 +57,22 @@ class Prepared:
     arrival: ArrivalModel
     notes: list[str] = field(default_factory=list)
     bounds: ArrivalBounds | None = None  # of the cycle planned; None: the first cycle's
+    cycle: Cycle | None = None  # the cycle planned; None: the first
+
+    @property
+    def planned_cycle(self) -> Cycle:
+        cycle = self.cycle or self.spec.cycle(0)
+        assert cycle is not None
+        return cycle
+
+    @property
+    def points(self) -> TimePoints:
+        """The points the plan covers (:attr:`~tempura.scheduler.spec.Cycle.points`)."""
+        return self.planned_cycle.points
 
     @property
     def objective(self) -> Objective:
-        return Objective(self.spec.weights())
+        return Objective(self.spec.point_weights(self.planned_cycle))
 
     def planner(self, constants: CostConstants | None = None) -> Optimizer:
         """The planner of this spec's query, with the spec's cost constants unless ``constants``
@@ -65,13 +82,15 @@ class Prepared:
                          constants if constants is not None else self.spec.cost_constants)
 
 
-def expected_empty(spec: Spec, landed: int = 0) -> dict[str, set[int]]:
+def expected_empty(spec: Spec, landed: int = 0, offset: int = 0) -> dict[str, set[int]]:
     """The intervals after the first ``landed`` that a source's declared ``expected`` arrival
-    says land no rows (``expected: [1, 0, 0, 0]``: a reference table found at ``t_1``)."""
+    says land no rows (``expected: [1, 0, 0, 0]``: a reference table found at ``t_1``), numbered
+    as the cycle's points are (``offset``: the points before its first time point)."""
     out = {}
     for name, source in spec.sources.items():
         if source.expected is not None:
-            found = {i + 1 for i, value in enumerate(source.expected.values) if value == 0 and i + 1 > landed}
+            found = {i + 1 + offset for i, value in enumerate(source.expected.values)
+                     if value == 0 and i + 1 + offset > landed}
             if found:
                 out[name] = found
     return out
@@ -96,14 +115,14 @@ def arrival_bounds(spec: Spec, cycle: Cycle | None = None,
     for name, source in spec.sources.items():
         if source.arrival.column is None or source.changes is not None:
             continue
-        out[name] = SourceBound(source.arrival.column, tuple(cycle.time_points.values),
+        out[name] = SourceBound(source.arrival.column, tuple(cycle.points.values),
                                 None if window else spec.origin(name, cycle), on_time=spec.model.late == "reject" and not window)
     dropped = set(broken)
     keys = {name: {c: d for c, d in columns.items() if d not in dropped} for name, columns in spec.key_domains().items()}
     reach: dict[str, dict[str, tuple[int, ...]]] = {}
     for (table, column), back in spec.key_reach(cycle).items():
         reach.setdefault(table, {})[column] = back
-    return ArrivalBounds(out, empty, keys, expected_empty(spec, landed), reach)
+    return ArrivalBounds(out, empty, keys, expected_empty(spec, landed, cycle.offset), reach)
 
 
 def output_mode(spec: Spec) -> str:
@@ -129,10 +148,36 @@ def for_cycle(base: Prepared, cycle: Cycle, counts: Mapping[str, Sequence[tuple[
     tables = base.estimator.tables
     # a range query's sources deliver deletions (the window's leaving rows): arrival_model
     # says so, and measured ones count them
-    arrival, rows, reasons = updated(base.arrival, tables, measured, declared)
+    if cycle.endless:
+        arrival, rows, reasons = endless_arrival(base.arrival, cycle, tables, measured, declared)
+    else:
+        arrival, rows, reasons = updated(base.arrival, tables, measured, declared)
     prepared = Prepared(spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
-                        list(base.notes), arrival_bounds(spec, cycle, empty, broken, through))
+                        list(base.notes), arrival_bounds(spec, cycle, empty, broken, through), cycle)
     return prepared, reasons
+
+
+def endless_arrival(model: ArrivalModel, cycle: Cycle, tables: Callable[[str], TableStats],
+                    measured: Mapping[str, Measured], declared: Sequence[str]) -> tuple[ArrivalModel, dict[str, float], list[str]]:
+    """The arrival model over an endless cycle's points: its time points' intervals as
+    :func:`~tempura.scheduler.reoptimize.updated` has them after ``measured`` (the counts of the
+    points committed, numbered as the points are), the lookahead's expected like an average
+    interval, and, in a carried cycle, the history taken over at the carry in interval 1 (its
+    rows measured there)."""
+    ahead = ArrivalModel(model.k + 1, [(name, with_lookahead(model.source(name))) for name in model.sources])
+    own = {name: Measured(m.rows[cycle.offset:], m.deletions[cycle.offset:]) for name, m in measured.items()}
+    arrival, rows, reasons = updated(ahead, tables, {n: m for n, m in own.items() if m.rows}, declared)
+    if not cycle.carried:
+        return arrival, rows, reasons
+    out = ArrivalModel(arrival.k + 1)
+    for name in arrival.sources:
+        source = arrival.source(name)
+        cycle_rows = rows.get(name, math.fsum(expected_rows(source, tables(name).rows)))
+        seen = measured.get(name)
+        history = (seen.rows[0], seen.deletions[0]) if seen is not None and seen.rows else (0, 0)
+        extended, rows[name] = after_history(source, cycle_rows, history)
+        out = out.with_source(name, extended)
+    return out, rows, reasons
 
 
 def hidden_columns(spec: Spec, table: str) -> set[str]:
@@ -300,9 +345,11 @@ def plan_spec(
             return BudgetError(f"{spec.budget_key}: method {method}: {error}")
         return error
 
+    if prepared.arrival.k != prepared.points.k:  # an endless cycle's points, not yet bound to its arrival
+        prepared, _ = for_cycle(prepared, prepared.planned_cycle)
     try:
         margin = AUTO_MARGIN if spec.margin is None else spec.margin
-        plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, spec.time_points(), prepared.objective,
+        plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, prepared.points, prepared.objective,
                              list(methods), disabled, output, options, failed, resume, margin)
     except TempuraError as error:
         raise located(error, next(iter(failed), "auto")) from None

@@ -35,7 +35,7 @@ def as_of(spark: SparkSession, spec: Spec, cycle: Cycle, index: int) -> dict[str
     from tempura.runtime.sources import _time_literal
 
     catalog = spec.catalog()
-    values = tuple(cycle.time_points.values)
+    values = tuple(cycle.points.values)  # numbered as the runner numbers them
     window = spec.window
     out = {}
     for name, source in spec.sources.items():

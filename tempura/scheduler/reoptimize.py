@@ -136,3 +136,28 @@ def _scaled_column(column: ColumnStats, ratio: float, rows: float) -> ColumnStat
         ndv = rows if column.unique else min(ndv, rows)
     nulls = column.nulls * ratio if column.nulls is not None else None
     return column.replace(ndv=ndv, nulls=nulls)
+
+
+def with_lookahead(arrival: SourceArrival) -> SourceArrival:
+    """``arrival`` with one more interval after its last, expected like its average one: the
+    next cycle's first interval, over which an endless schedule's planning looks ahead."""
+    k = arrival.k
+    mean = 1.0 / k
+    fractions = tuple(f / (1.0 + mean) for f in arrival.fractions) + (mean / (1.0 + mean),)
+    deletions = None if arrival.deletions is None else (*arrival.deletions, math.fsum(arrival.deletions) / k)
+    rows = None if arrival.rows is None else (*arrival.rows, round(sum(arrival.rows) / k))
+    return SourceArrival(fractions, deletions, rows)
+
+
+def after_history(arrival: SourceArrival, cycle_rows: float, history: tuple[int, int]) -> tuple[SourceArrival, float]:
+    """A carried cycle's arrival: ``history`` (rows and deletions taken over at its carry, all
+    in interval 1) before ``arrival``'s intervals (``cycle_rows`` rows over them); and the rows
+    of all of them, the source's rows as the planner sees them."""
+    rows, deleted = history
+    per = [rows, *(f * cycle_rows for f in arrival.fractions)]
+    total = math.fsum(per)
+    if total <= 0:
+        return SourceArrival((1.0, *(0.0 for _ in arrival.fractions)), None if arrival.deletions is None else
+                             (0.0, *arrival.deletions)), 1.0
+    deletions = None if arrival.deletions is None else (deleted / rows if rows else 0.0, *arrival.deletions)
+    return SourceArrival(tuple(r / total for r in per), deletions), total

@@ -44,7 +44,8 @@ from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, 
                                      write_frame)
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
-from tempura.runtime.ingest import (OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_schema,
+from tempura.runtime.ingest import (OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_rows,
+                                    landed_schema,
                                     null_arrival_rows, read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.keys import violations
@@ -62,6 +63,8 @@ from tempura.tvr.plan import MultiTimePlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from tempura.cost.model import CostConstants
     from pyspark.sql.types import StructType
 
 
@@ -202,9 +205,10 @@ class Runner:
                 passed = [i for i, v in enumerate(values, 1) if v <= now]  # type: ignore[operator]
             else:
                 passed = [i for i, v in enumerate(values, 1) if v <= now.date()]  # type: ignore[operator]
+            steps = ([1] if cycle.carried and passed else []) + [i + cycle.offset for i in passed]
             chain = self.store.chain(cycle.label)
             self._considered[cycle.label] = chain
-            out.extend((cycle, i) for i in passed if i > len(chain))
+            out.extend((cycle, i) for i in steps if i > len(chain))
         return out
 
     def _incomplete_before(self, first: int) -> int:
@@ -217,7 +221,7 @@ class Runner:
         folder = self.store.root / "cycles"
         labels = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
         complete = sum(1 for label in labels if label < cycle.label
-                       and len(self.store.manifest_indices(label)) >= cycle.time_points.k)
+                       and len(self.store.manifest_indices(label)) >= cycle.last)
         return max(0, first - complete)
 
     def run_due(self, now: dt.datetime | None = None, since: dt.datetime | None = None) -> list[PointResult]:
@@ -269,10 +273,11 @@ class Runner:
         raise RunError(f"{self.store.root}: cycle {label} is not a cycle of {self.spec.path}'s schedule")
 
     def run_cycle(self, cycle: Cycle | None = None, until: int | None = None) -> list[PointResult]:
-        """Run a cycle's time points (all, or up to ``until``) now: the simulation."""
+        """Run a cycle's time points (all, or up to ``t_until``) now: the simulation (a carried
+        cycle's carry first)."""
         cycle = cycle or self.spec.cycle(0)
         assert cycle is not None
-        last = until or cycle.time_points.k
+        last = until + cycle.offset if until else cycle.last
         with self.lock_held():
             return [self.run_point(cycle, i) for i in range(1, last + 1)]
 
@@ -307,7 +312,7 @@ class Runner:
 
     def _next_time(self, now: dt.datetime) -> dt.datetime | None:
         for cycle in self.cycles():
-            for value in cycle.time_points.values:
+            for value in cycle.points.values[cycle.offset:cycle.last]:
                 moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())  # type: ignore[arg-type]
                 if moment > now:
                     return moment
@@ -321,7 +326,7 @@ class Runner:
 
     def _run_point(self, cycle: Cycle, index: int) -> PointResult:
         label = cycle.label
-        value = cycle.time_points.value(index)
+        value = cycle.points.value(index)
         chain = self.store.chain(label)  # Damage: a gap, or a manifest truncated or altered
         if index <= len(chain):
             committed = chain[index - 1]
@@ -333,6 +338,8 @@ class Runner:
         if index > len(chain) + 1:
             raise RunError(f"t{index} of cycle {label} cannot run before t{index - 1} is committed")
         reached("locked", index)
+        if cycle.carried and index == 1:
+            return self._carry(cycle)
         previous = chain[-1] if chain else None
         if previous is not None:  # what later time points read is there, as committed
             self.store.check_readable(label, previous, index)
@@ -359,8 +366,9 @@ class Runner:
         checks = keys + changes  # what checking the landing cost
         plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken)
         self.store.save_plan(label, index, plan.to_json())
-        executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.time_points.k, self.output,
-                                   allow_empty=self.spec.allow_empty, fence=self.lock.check)
+        executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.points.k, self.output,
+                                   allow_empty=self.spec.allow_empty, fence=self.lock.check,
+                                   history=carried_history(previous))
         run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
@@ -376,11 +384,134 @@ class Runner:
         self.history.record_run(manifest)
         reached("recorded", index)
         result = PointResult(label, index, value, run=run, manifest=manifest, plan=plan)
-        if index < cycle.time_points.k:
+        if index < cycle.last:
             self._reoptimize(cycle, index, plan, result)
         if self.hook is not None:
             self.hook(summary(self.spec, result))
         return result
+
+    def _carry(self, cycle: Cycle) -> PointResult:
+        """Commit point 1 of a carried cycle, its carry: the history and the states the cycle
+        before left at its last time point are taken over (states copied in, renamed as
+        snapshots at point 1; the history's folders listed, and compacted into one where the
+        cost model says so: :func:`compaction`). When the cycle before did not finish (a catch-up
+        left it out), the history is landed from the sources instead, and no state is taken over."""
+        label = cycle.label
+        value = cycle.points.value(1)
+        self.store.discard_uncommitted(label, 1)
+        before = self.spec.cycle(cycle.index - 1)
+        assert before is not None
+        chain = self.store.chain(before.label)
+        last = chain[-1] if len(chain) >= before.last else None
+        self.feeds = with_table_files(self.spark, self.spec, self.feeds)
+        with self.meter.measure(f"{label} carry") as work:
+            if last is None:
+                landed, _ = self._land(cycle, 1, None, lambda _: None)
+                history = {name: [self._history_entry(label, name, 1, land.rows)] for name, land in landed.items()}
+                measured = {name: [[land.rows, land.deletions]] for name, land in landed.items()}
+                seen = {name: [f[0] for f in land.new_files] for name, land in landed.items()}
+                states: list[SavedState] = []
+                schemas = {name: schema.json() for name, schema in self._schemas.items()}
+                why = f"cycle {before.label} did not finish: the history was landed from the sources"
+            else:
+                self.store.check_readable(before.label, last, before.last + 1)
+                history = self._taken_history(before, last)
+                measured = {name: [[sum(int(r) for r, _ in rows), sum(int(d) for _, d in rows)]]
+                            for name, rows in last.get("measured", {}).items()}
+                seen = dict(last.get("seen_files", {}))
+                schemas = dict(last.get("schemas", {}))
+                states = self._taken_states(cycle, before, last)
+                why = (f"took over cycle {before.label}'s history ({sum(m[0][0] for m in measured.values())} rows) and "
+                       f"{len(states)} state(s)")
+            compacted = []
+            for name in list(history):
+                decision = compaction(history[name], cycle.time_points.k, self.spec.cost_constants)
+                if decision:
+                    history[name] = [self._compact(cycle, name, history[name], schemas.get(name))]
+                    compacted.append(f"{name}: {decision}")
+        if compacted:
+            why += "; compacted " + "; ".join(compacted)
+        inventory = self.store.listing(label, [f"states/{s.folder}" for s in states], {f"states/{s.folder}": s.rows for s in states})
+        manifest = {
+            "spec": self.spec.name, "cycle": label, "index": 1, "time": str(value),
+            "committed_at": dt.datetime.now().isoformat(timespec="seconds"),
+            "states": [s.to_json() for s in states], "landed": {}, "measured": measured, "seen_files": seen,
+            "broken_keys": {}, "schemas": schemas, "delivered": None, "delivery": None, "inventory": inventory,
+            "history": history,
+            "carried_from": before.label if last is not None else None, "streams": [], "fragments": [],
+            "run": {"mode": "simulate" if self.simulate else "schedule", "method": "carry", "plan_id": "",
+                    "stage_cost": self.spec.cost_constants.stage, "estimated_seconds": 0.0,
+                    "wall_seconds": work.wall_seconds, "cpu_seconds": work.cpu_seconds, "key_check_cpu_seconds": 0.0,
+                    "rows_landed": 0, "late_rows": 0, "rejected_rows": 0, "reason": why},
+        }
+        reached("manifest", 1)
+        self.lock.check()
+        manifest = self.store.write_manifest(label, 1, manifest)
+        reached("committed", 1)
+        self._clean_after(label, 1, manifest)
+        self.history.record_run(manifest)
+        result = PointResult(label, 1, value, manifest=manifest, reason=why)
+        if self.hook is not None:
+            self.hook(summary(self.spec, result))
+        return result
+
+    def _history_entry(self, label: str, name: str, index: int, rows: int | None) -> dict[str, Any]:
+        """A history folder (a landed interval of cycle ``label``) as a carry lists it: its path
+        under the job's folder, its files with their sizes, its rows."""
+        relative = f"landing/{name}/i={index:03d}"
+        listed = self.store.listing(label, [relative], {relative: rows})[relative]
+        return {"path": f"cycles/{label}/{relative}", **listed}
+
+    def _taken_history(self, before: Cycle, last: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """The history the cycle ``before`` leaves: the history it took over, then each interval
+        it landed (as its last manifest lists them)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name in self.feeds:
+            entries = list(last.get("history", {}).get(name, []))
+            for path, entry in sorted(last.get("inventory", {}).items()):
+                if path.startswith(f"landing/{name}/i="):
+                    entries.append({"path": f"cycles/{before.label}/{path}", **entry})
+            out[name] = entries
+        return out
+
+    def _taken_states(self, cycle: Cycle, before: Cycle, last: dict[str, Any]) -> list[SavedState]:
+        """The states the cycle ``before`` kept past its last time point that are snapshots as of
+        it (a snapshot or partial aggregates, by key): copied into this cycle as snapshots at
+        point 1, where its planning finds them by key. Other states (changes over intervals of
+        the cycle before) mean nothing in this one."""
+        out = []
+        for data in last.get("states", []):
+            state = SavedState.from_json(data)
+            kind, _, signature = state.key.partition("|")
+            if kind not in (f"SS[{before.last}]", f"PS[{before.last}]") or not signature:
+                continue
+            target = self.store.state_path(cycle.label, state.id, 1)
+            pending = self.store.pending(cycle.label) / "states" / state.id
+            self.files.delete(pending)
+            self.files.copy(self.store.cycle_dir(before.label) / "states" / state.folder, pending)
+            self.lock.check()
+            self.files.delete(target)
+            self.files.rename(pending, target)
+            out.append(dataclasses.replace(state, folder=target.name, produced_at=1, key=f"{kind[:2]}[1]|{signature}"))
+        return out
+
+    def _compact(self, cycle: Cycle, name: str, entries: list[dict[str, Any]], schema: str | None) -> dict[str, Any]:
+        """The history folders ``entries`` of source ``name`` rewritten as one: the carried
+        cycle's landed interval 1."""
+        from pyspark.sql.types import StructType
+
+        assert schema, f"the history of {name} has no recorded columns"
+        frame = landed_rows(self.spark, StructType.fromJson(json.loads(schema)), [],
+                            [uri(self.store.root / e["path"]) for e in entries])
+        pending = self.store.pending(cycle.label) / "landing" / name
+        with self.meter.measure(f"compact {name}") as written:
+            write_frame(frame, pending)
+        check_visible(self.files, pending, written.rows_written)
+        self.lock.check()
+        final = self.store.landing_interval(cycle.label, name, 1)
+        self.files.delete(final)
+        self.files.rename(pending, final)
+        return self._history_entry(cycle.label, name, 1, written.rows_written)
 
     def _manifest(self, cycle: Cycle, index: int, plan: MultiTimePlan, run: TimePointRun, landed: dict[str, Landed],
                   states: dict[str, SavedState], previous: dict[str, Any] | None, broken: dict[str, str],
@@ -402,7 +533,7 @@ class Runner:
             "spec": self.spec.name,
             "cycle": cycle.label,
             "index": index,
-            "time": str(cycle.time_points.value(index)),
+            "time": str(cycle.points.value(index)),
             "committed_at": dt.datetime.now().isoformat(timespec="seconds"),
             "states": [s.to_json() for s in states.values()],
             "landed": {name: land.to_json() for name, land in landed.items()},
@@ -413,6 +544,7 @@ class Runner:
             "delivered": run.delivered,
             "delivery": delivery,
             "inventory": self._inventory(cycle.label, index, previous, landed, states, run),
+            **({"history": previous["history"]} if previous is not None and "history" in previous else {}),
             "streams": run.streams,
             "fragments": [{**f.to_json(), "fallback": next((p.fallback for p in plan.at(index) if p.id == f.id), "")}
                           for f in run.fragments],
@@ -438,8 +570,9 @@ class Runner:
         an earlier manifest listed keep their entries (they are not listed again)."""
         before: dict[str, Any] = dict((previous or {}).get("inventory", {}))
         wanted: dict[str, int | None] = {}
+        first = 2 if "history" in (previous or {}) else 1  # a carried cycle's interval 1: its history
         for name, land in landed.items():
-            for i in range(1, index + 1):
+            for i in range(first, index + 1):
                 wanted[f"landing/{name}/i={i:03d}"] = land.rows if i == index else None
         for state in states.values():
             wanted[f"states/{state.folder}"] = state.rows
@@ -631,10 +764,13 @@ class Runner:
             self._schemas[name] = schema
             landed_before = None
             if (feed.window is not None or feed.op_column is not None) and index > 1:
-                folders = [uri(self.store.landing_interval(label, name, i)) for i in range(1, index)]
-                landed_before = self.spark.read.schema(schema).parquet(*folders)
+                history = carried_history(previous)
+                first = 2 if history is not None else 1
+                folders = [uri(self.store.landing_interval(label, name, i)) for i in range(first, index)]
+                landed_before = landed_rows(self.spark, schema, folders,
+                                            [uri(self.store.root / p) for p in (history or {}).get(name, [])])
             new_paths = {f[0] for f in new}
-            rows, late = interval_rows(feed, raw, new_paths, self.spec.origin(name, cycle), cycle.time_points.values, index,
+            rows, late = interval_rows(feed, raw, new_paths, self.spec.origin(name, cycle), cycle.points.values, index,
                                        self.spec.model.late, landed_before, keep_file=True)
             absent, checked = 0, WorkMetrics()
             if feed.op_column is not None:  # every op value known, no deletion of a row not there
@@ -674,6 +810,38 @@ class Runner:
             out[name] = land
             tick(f"landed {name}: {total} rows")
         return out, changes
+
+
+def carried_history(manifest: Mapping[str, Any] | None) -> dict[str, list[str]] | None:
+    """A carried cycle's history per source, as its manifests list it (paths under the job's
+    folder); ``None`` in a cycle that carries nothing."""
+    if manifest is None or "history" not in manifest:
+        return None
+    return {name: [str(e["path"]) for e in entries] for name, entries in manifest["history"].items()}
+
+
+def compaction(entries: Sequence[Mapping[str, Any]], k: int, constants: CostConstants) -> str:
+    """Whether a carry compacts a source's history (its landed folders ``entries``) into one
+    folder, and why (``""``: it does not). Kept as it is, the history costs each of the next
+    cycle's ``k`` time points a look at every folder (the verification before a time point
+    reads what was committed) and a plan reading the snapshot an open of every file (each open
+    priced as Spark prices it: as many bytes as ``spark.sql.files.openCostInBytes``, 4 MiB, at
+    the cost of a table read); compacted, it costs one read and one write of its bytes. The
+    chain of folders is merged when keeping it for one more cycle costs more than merging it."""
+    if len(entries) < 2:
+        return ""
+    files = sum(len(e.get("files", {})) for e in entries)
+    size = sum(sum(e.get("files", {}).values()) for e in entries)
+    opening = OPEN_COST_BYTES * constants.dfs_read
+    keep = (k * len(entries) + files) * opening
+    merge = size * (constants.dfs_read + constants.dfs_write) + (files + 1) * opening + 2 * constants.stage
+    if keep <= merge:
+        return ""
+    return (f"{len(entries)} folders of {files} files, {size} bytes: keeping them costs {keep / 1e9:.3g}s over the "
+            f"next cycle, merging {merge / 1e9:.3g}s")
+
+
+OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes: a file's open, in bytes read
 
 
 def summary(spec: Spec, result: PointResult) -> dict[str, Any]:

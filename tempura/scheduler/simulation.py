@@ -113,7 +113,7 @@ def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, che
     first = runner.first_plans[(cycle.label, 1)]
     run = MethodRun(spec.name, method, "+".join(first.methods), tuple(first.objective.weights),
                     first.cost.weighted / 1e9, plan_digest=plan_digest(first),
-                    last_digest=plan_digest(first, at=spec.time_points().k))
+                    last_digest=plan_digest(first, at=cycle.last))
     for result in results:
         run.results.append(result)
         info = result.manifest["run"]

@@ -52,6 +52,7 @@ def load_spec(path: str | Path) -> Spec:
     _check_sources(document, model)
     points = _check_schedule(document, model.schedule)
     _check_lags(document, model, points)
+    _check_endless(document, model)
     _check_objective(document, model.objective, points.k)
     _check_expected(document, model, points.k)
     _check_paths(document, model)
@@ -247,6 +248,31 @@ def _check_lags(document: YamlDocument, model: SpecFile, points: TimePoints) -> 
         if lag is not None and timed != isinstance(lag, dt.timedelta):
             _fail(document, ("sources", name, "arrival", "within"),
                   "over time points that are timestamps or dates the lag is a duration (12h); over numbers, a number")
+
+
+def _check_endless(document: YamlDocument, model: SpecFile) -> None:
+    """``endless``: cycles that follow one another (``start``, with ``every`` or times of day),
+    no window, no keys (they are checked within a cycle), and a delta output that delivers at
+    each cycle's last time point (a carried cycle's first change is counted from there)."""
+    schedule = model.schedule
+    if not schedule.endless:
+        return
+    at = ("schedule", "endless")
+    if schedule.at is not None and not all(isinstance(v, str) for v in schedule.at):
+        _fail(document, at, "the time points listed in 'at' make one cycle: an endless schedule needs 'start' with "
+              "'every' and 'points', or times of day")
+    if schedule.range is not None:
+        _fail(document, at, "a range query's window drops old rows as it slides: 'endless' keeps every row since 'start'")
+    for name, source in model.sources.items():
+        if source.key is not None or source.arrival.with_:
+            key = ("sources", name, "key") if source.key is not None else ("sources", name, "arrival", "with")
+            _fail(document, key, "keys are checked within a cycle, and an endless schedule's cycles carry their rows "
+                  "on: declare no keys with 'endless'")
+    output = model.output
+    if output is not None and output.mode == "delta" and schedule.deliver not in ("last", "every") and (
+            not isinstance(schedule.deliver, tuple) or max(schedule.deliver) != (schedule.points or len(schedule.at or ()))):
+        _fail(document, ("schedule", "deliver"), "an endless schedule's delta output counts each cycle's first change "
+              "from the last time point of the cycle before: deliver at the last time point")
 
 
 def _check_schedule(document: YamlDocument, schedule: ScheduleSpec) -> TimePoints:

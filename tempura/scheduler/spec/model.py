@@ -299,6 +299,10 @@ class ScheduleSpec(_Strict):
     points: Annotated[int, Field(ge=1)] | None = None
     deliver: Annotated[Literal["last", "every"] | tuple[int, ...], BeforeValidator(_deliver)] = "last"
     range: RangeSpec | None = None
+    endless: Annotated[bool, Field(strict=True)] = False
+    """Whether the cycles continue one another: every row since ``start`` counts (a source that
+    keeps its history counts the rows before it too), each cycle starts from the history and
+    the states the one before left, and ``points`` is how far ahead each planning looks."""
     allow_many_points: Annotated[bool, Field(strict=True)] = False
     """A cycle of more than :data:`MAX_TIME_POINTS` time points is taken as a mistake (every
     plan and manifest lists them all) unless this says it is meant."""

@@ -137,11 +137,55 @@ def deliver_indices(deliver: Literal["last", "every"] | tuple[int, ...], k: int)
 @dataclass(frozen=True)
 class Cycle:
     """One cycle of a schedule: its index (0-based), its origin ``t_0`` (``None``: the first and
-    only cycle, with no earlier data excluded) and its time points."""
+    only cycle, with no earlier data excluded) and its time points.
+
+    A cycle of an **endless** schedule continues the one before it, and is planned over more
+    points than it runs (:attr:`points`): after its own time points, the next cycle's first one
+    (``lookahead``: what the states kept at the cycle's end are worth), and, when it is not the
+    first cycle, before them its origin (the *carry*: the point at which the history and the
+    states of the cycles before are taken over, committed before the cycle's first time point).
+    The runner numbers a cycle's time points by these points: in a carried cycle, the carry is
+    ``1`` and ``t_i`` is ``i + 1``."""
 
     index: int
     origin: TimeValue | None
     time_points: TimePoints
+    endless: bool = False
+    lookahead: TimeValue | None = None  # an endless schedule's next cycle's t_1
+
+    @property
+    def carried(self) -> bool:
+        """Whether the cycle takes over an earlier cycle's history and states at its origin."""
+        return self.endless and self.index > 0
+
+    @property
+    def offset(self) -> int:
+        """How many points the cycle plans before its first time point (the carry's)."""
+        return 1 if self.carried else 0
+
+    @property
+    def points(self) -> TimePoints:
+        """Every point the cycle is planned over, numbered as the runner numbers them: the carry
+        (a carried cycle's origin), the time points, the lookahead; the deliveries among them (the
+        lookahead's too: the next cycle owes its result, and the planning weighs what the states
+        kept for it save there; it never runs in this cycle)."""
+        if not self.endless:
+            return self.time_points
+        before = (self.origin,) if self.carried else ()
+        after = (self.lookahead,) if self.lookahead is not None else ()
+        values = (*before, *self.time_points.values, *after)
+        deliver = tuple(i + self.offset for i in self.time_points.deliver) + ((len(values),) if after else ())
+        return TimePoints(values, deliver)
+
+    @property
+    def steps(self) -> range:
+        """The points the runner commits, in order: the carry (if any) and the time points."""
+        return range(1, self.offset + self.time_points.k + 1)
+
+    @property
+    def last(self) -> int:
+        """The runner's number of the cycle's last time point."""
+        return self.offset + self.time_points.k
 
     @property
     def label(self) -> str:

@@ -80,13 +80,21 @@ class Spec:
         if found is None:
             return None
         origin, values = found
-        return Cycle(n, origin, TimePoints(values, deliver_indices(self.model.schedule.deliver, len(values))))
+        schedule = self.model.schedule
+        points = TimePoints(values, deliver_indices(schedule.deliver, len(values)))
+        if not schedule.endless:
+            return Cycle(n, origin, points)
+        after = cycle_values(schedule, n + 1)
+        return Cycle(n, origin, points, True, after[1][0] if after is not None else None)
 
     def origin(self, source: str, cycle: Cycle) -> TimeValue | None:
         """Where ``source``'s rows start to count in ``cycle``: the cycle's origin ``t_0`` for a
-        source that starts afresh with each cycle, ``None`` (every row up to ``t_1`` lands in
-        interval 1) for one that keeps its history (``history: keep``)."""
-        return None if self.sources[source.lower()].keeps_history else cycle.origin
+        source that starts afresh with each cycle (the schedule's ``start`` on an endless
+        schedule), ``None`` (every row up to ``t_1`` lands in interval 1) for one that keeps its
+        history (``history: keep``)."""
+        if self.sources[source.lower()].keeps_history:
+            return None
+        return self.cycle(0).origin if self.model.schedule.endless else cycle.origin  # type: ignore[union-attr]
 
     @property
     def window(self) -> dt.timedelta | int | None:
@@ -115,6 +123,18 @@ class Spec:
         if objective.preset == "total":
             return (1.0,) * k
         return (DEADLINE_EPSILON,) * (k - 1) + (1.0,)
+
+    def point_weights(self, cycle: Cycle) -> tuple[float, ...]:
+        """The objective's weight per point ``cycle`` is planned over (:attr:`Cycle.points`): the
+        time points' weights; on an endless schedule, the carry weighs as the first time point
+        (it is committed before any planning of the cycle: no work is placed there) and the
+        lookahead as the heaviest, the next cycle's work standing in for the next deadline."""
+        weights = self.weights()
+        if not cycle.endless:
+            return weights
+        before = weights[:1] if cycle.carried else ()
+        after = (max(weights),) if cycle.lookahead is not None else ()
+        return (*before, *weights, *after)
 
     def location(self, source: str) -> str:
         """Where ``source``'s files are: a URI as given, a path resolved from the spec's folder;
