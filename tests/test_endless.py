@@ -209,3 +209,17 @@ def test_endless_where_it_cannot_hold_is_refused(schedule: str, extra: str, mess
     with pytest.raises(SpecError) as raised:
         load_spec(tmp_path / "spec.yaml")
     assert message in str(raised.value) and "spec.yaml, line" in str(raised.value), str(raised.value)
+
+
+@pytest.mark.spark
+def test_a_run_by_the_clock_runs_the_carry_before_the_cycles_first_time_point(fast_spark: Any, sales: Path,
+                                                                              tmp_path: Path) -> None:
+    spec = totals_spec(sales)
+    second = spec.cycle(1)
+    assert second is not None
+    results = Runner(spec, fast_spark, tmp_path / "work", "auto").run_due(START + dt.timedelta(days=1, hours=12))
+    assert [(r.cycle, r.index) for r in results] == [(spec.cycle(0).label, 1), (spec.cycle(0).label, 2),  # type: ignore[union-attr]
+                                                     (second.label, 1), (second.label, 2)]
+    assert results[2].manifest["run"]["method"] == "carry" and str(results[2].time) == str(second.origin)
+    expected = [tuple(r) for r in reference(fast_spark, spec, second, 2).collect()]
+    assert compare_results(expected, [tuple(r) for r in fast_spark.read.parquet(results[3].delivered).collect()]).equal
