@@ -372,6 +372,43 @@ def bench_cluster(scenario: str, scale: float, repeat: int, method: str, out: st
     sys.exit(0 if all(row["correct"] for row in report["summary"].values()) else 1)
 
 
+@bench.command("endless")
+@click.option("--days", default=14, show_default=True, type=click.IntRange(min=2), help="Daily cycles to run.")
+@click.option("--per-day", default=50_000, show_default=True, type=click.IntRange(min=1), help="Sales arriving a day.")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench/endless", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_endless(days: int, per_day: int, out: str, workdir: str) -> None:
+    """A view kept forever: gross per category to date on an endless schedule of daily cycles,
+    auto (states carried from cycle to cycle) against batch (recompute), alternating, each
+    cycle in a new runner; every cycle's result checked against spark.sql over all history."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import endless
+    from tempura.runtime import get_spark
+
+    console = Console(stderr=True)
+    report = endless.run(get_spark(), Path(out), Path(workdir).resolve(), days, per_day, lambda m: console.log(m))
+    table = Table(title=f"bench endless: {days} daily cycles of 4 time points, {per_day:,} sales a day "
+                        f"({report['seconds']:.0f} s)")
+    for column in ("contender", "last point CPU (s)", "last point wall (s)", "rows read", "carry CPU (s)",
+                   "compactions", "CPU growth"):
+        table.add_column(column)
+    for name, row in report["summary"].items():
+        table.add_row(name, f"{row['last_cpu_late']:.2f}", f"{row['last_wall_late']:.2f}",
+                      f"{row['last_rows_read_late']:,.0f}", f"{row['carry_cpu_late']:.2f}", str(row["compactions"]),
+                      f"{row['growth']:.2f}")
+    Console().print(table)
+    click.echo(f"medians over the second half of the cycles; history grew {report['history_growth']:.1f}x from cycle 1; "
+               f"auto / batch at the last time point: CPU {report['auto_over_batch_last_cpu']:.2f}, wall "
+               f"{report['auto_over_batch_last_wall']:.2f}; CPU growth: the last two cycles' last point over cycles 1-2's; "
+               f"every result equal to spark.sql: "
+               f"{'yes' if report['correct'] else 'NO'}")
+    click.echo("wrote " + ", ".join(report["files"]))
+    sys.exit(0 if report["correct"] else 1)
+
+
 @bench.command("faults")
 @click.option("--kills", default=200, show_default=True, type=click.IntRange(min=0), help="Random kill points.")
 @click.option("--pairs", default=20, show_default=True, type=click.IntRange(min=0), help="Pairs of runs started at once.")

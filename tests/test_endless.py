@@ -223,3 +223,15 @@ def test_a_run_by_the_clock_runs_the_carry_before_the_cycles_first_time_point(fa
     assert results[2].manifest["run"]["method"] == "carry" and str(results[2].time) == str(second.origin)
     expected = [tuple(r) for r in reference(fast_spark, spec, second, 2).collect()]
     assert compare_results(expected, [tuple(r) for r in fast_spark.read.parquet(results[3].delivered).collect()]).equal
+
+
+@pytest.mark.spark
+def test_the_endless_benchmark_runs_both_contenders_alternating_and_checks_every_cycle(fast_spark: Any,
+                                                                                      tmp_path: Path) -> None:
+    from benchmarks import endless
+
+    report = endless.run(fast_spark, tmp_path / "out", tmp_path / "work", days=2, per_day=400, log=lambda _: None)
+    assert report["correct"] and [(r["cycle"], r["contender"]) for r in report["rows"]] == [
+        (0, "auto"), (0, "batch"), (1, "batch"), (1, "auto")]
+    assert all(r["history_rows"] > 0 for r in report["rows"] if r["cycle"] == 1)
+    assert (tmp_path / "out" / "endless.json").is_file() and (tmp_path / "out" / "endless.png").stat().st_size > 0

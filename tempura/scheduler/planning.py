@@ -355,6 +355,13 @@ def plan_spec(
         raise located(error, next(iter(failed), "auto")) from None
     if errors is not None:
         errors.update({method: located(error, method) for method, error in failed.items()})
+    cycle = prepared.planned_cycle
+    endless = []
+    if cycle.carried:
+        endless.append(f"t1 is the carry: the history and the states of the cycle before, taken over at {cycle.origin}")
+    if cycle.lookahead is not None:
+        endless.append(f"t{cycle.points.k} is the next cycle's first time point ({cycle.lookahead}): planned so that what "
+                       f"the states kept at t{cycle.last} save there is weighed, run in the next cycle")
     for plan in plans.values():
-        plan.notes[:0] = prepared.notes
+        plan.notes[:0] = prepared.notes + endless
     return plans

@@ -343,10 +343,7 @@ class Runner:
         previous = chain[-1] if chain else None
         if previous is not None:  # what later time points read is there, as committed
             self.store.check_readable(label, previous, index)
-        self.feeds = with_table_files(self.spark, self.spec, self.feeds)
-        for name, feed in self.feeds.items():
-            if not self.files.exists(feed.location):
-                raise RunError(f"{self.spec.path}: sources.{name}.path: {feed.location} does not exist (nothing was run)")
+        self._find_sources()
         self.store.discard_uncommitted(label, index)
         self._check_drift(previous)
         saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
@@ -390,6 +387,14 @@ class Runner:
             self.hook(summary(self.spec, result))
         return result
 
+    def _find_sources(self) -> None:
+        """The sources' files as they are now (a catalog table's included); a source folder that
+        does not exist stops the time point before anything is written."""
+        self.feeds = with_table_files(self.spark, self.spec, self.feeds)
+        for name, feed in self.feeds.items():
+            if not self.files.exists(feed.location):
+                raise RunError(f"{self.spec.path}: sources.{name}.path: {feed.location} does not exist (nothing was run)")
+
     def _carry(self, cycle: Cycle) -> PointResult:
         """Commit point 1 of a carried cycle, its carry: the history and the states the cycle
         before left at its last time point are taken over (states copied in, renamed as
@@ -403,7 +408,7 @@ class Runner:
         assert before is not None
         chain = self.store.chain(before.label)
         last = chain[-1] if len(chain) >= before.last else None
-        self.feeds = with_table_files(self.spark, self.spec, self.feeds)
+        self._find_sources()
         with self.meter.measure(f"{label} carry") as work:
             if last is None:
                 landed, _ = self._land(cycle, 1, None, lambda _: None)
