@@ -90,6 +90,13 @@ def test_a_file_uri_workdir_goes_through_hadoop_and_keeps_the_job_there(spark: A
 
     clean = cli("check", str(job), "--workdir", work.as_uri())
     assert clean.exit_code == 0, clean.output
+    first = next((folder / "cycles" / label / "landing" / "sales" / "i=001").glob("part-*"))
+    data = first.read_bytes()
+    first.write_bytes(data[:-8] + b"\0" * 8)  # the same size, its footer gone: found by Spark's read
+    unreadable = cli("check", str(job), "--workdir", work.as_uri())
+    assert unreadable.exit_code == 1 and "cannot be read" in unreadable.output, unreadable.output
+    assert "\tat " not in unreadable.output and "Traceback" not in unreadable.output, unreadable.output
+    first.write_bytes(data)
     landed = next((folder / "cycles" / label / "landing" / "sales" / "i=002").glob("part-*"))
     landed.unlink()
     (folder / "cycles" / label / "t001.json").unlink()

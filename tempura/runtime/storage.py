@@ -447,8 +447,14 @@ class HadoopStorage(Storage):
         return int(fs.getFileStatus(p).getModificationTime()) / 1000.0
 
     def parquet_rows(self, folder: Location) -> int:
-        """Through Spark (its count of a parquet folder reads the footers' row counts only)."""
-        return int(self.spark.read.parquet(_hadoop_text(folder)).count())
+        """Through Spark (its count of a parquet folder reads the footers' row counts only); a
+        file Spark cannot read is an :class:`OSError` with the first line of Spark's error."""
+        from tempura.runtime.executor import spark_error_message
+
+        try:
+            return int(self.spark.read.parquet(_hadoop_text(folder)).count())
+        except Exception as error:  # noqa: BLE001 - Spark's and the JVM's errors alike
+            raise OSError(errno.EIO, spark_error_message(error)) from None
 
 
 def _hadoop_text(where: Location) -> str:

@@ -240,7 +240,8 @@ class JobStore:
                 try:
                     rows = parquet_rows(folder, self.storage)
                 except Exception as error:  # a footer that does not parse: the file is damaged
-                    problems.append(f"cycle {cycle} t{index}: {folder} ({named}) cannot be read: {error}")
+                    why = error.strerror if isinstance(error, OSError) and error.strerror else error
+                    problems.append(f"cycle {cycle} t{index}: {folder} ({named}) cannot be read: {why}")
                     continue
                 if rows is not None and rows != entry["rows"]:
                     problems.append(f"cycle {cycle} t{index}: {folder} ({named}) holds {rows} rows, not {entry['rows']}")
