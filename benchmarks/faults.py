@@ -95,7 +95,9 @@ def prepare(spark: SparkSession, name: str, root: Path, scale: float = SCALE) ->
     spec_path = prepared_scenario(spark, name, root, scale)
     query = StandingQuery(spec_path, root / ".stats" / name, spark)
     query.analyze()
-    return Scenario(name, spec_path.parent, query.job_folder() / "stats")
+    job = query.job_folder()
+    assert isinstance(job, Path)  # a local workdir
+    return Scenario(name, spec_path.parent, job / "stats")
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,9 @@ class Trial:
 
     @property
     def job(self) -> Path:
-        return StandingQuery(self.spec_path, self.workdir).job_folder()
+        job = StandingQuery(self.spec_path, self.workdir).job_folder()
+        assert isinstance(job, Path)  # a local workdir
+        return job
 
     @property
     def lock(self) -> Path:

@@ -16,7 +16,7 @@ from tempura.cost import CostConstants, PlanCost
 from tempura.optimizer.explain import StatsExplainer
 from tempura.optimizer import Optimizer, PlannedQuery
 from tempura.runtime.executor import SparkPlanning
-from tempura.runtime.files import local_folder
+from tempura.runtime.storage import location, storage_for
 from tempura.sql import parse_query, to_spark_sql
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 
@@ -48,7 +48,7 @@ class Session:
     ) -> None:
         self.catalog = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
         self.dialect = dialect
-        self.workdir = local_folder(workdir)
+        self.workdir = location(workdir)
         self.cost_constants = cost_constants or CostConstants()
         self.spark_planning = spark_planning or SparkPlanning()
         self._spark = spark
@@ -81,7 +81,8 @@ class Session:
         workdir, else defaults from file sizes."""
         if self._stats is None:
             spark = self.spark if self.catalog.needs_spark_for_schemas else self._spark
-            self._stats = StatsCatalog(self.catalog, StatsStore(self.workdir), self.catalog.schemas(spark), spark)
+            store = StatsStore(self.workdir, storage_for(self.workdir, spark))
+            self._stats = StatsCatalog(self.catalog, store, self.catalog.schemas(spark), spark)
         return self._stats
 
     def explainer(self) -> StatsExplainer:
@@ -98,7 +99,8 @@ class Session:
         from tempura.stats.collect import analyze_tables
 
         names = tables or sorted(self.catalog.tables)
-        result = analyze_tables(self.spark, self.catalog, names, StatsStore(self.workdir), histograms, progress)
+        store = StatsStore(self.workdir, storage_for(self.workdir, self.spark))
+        result = analyze_tables(self.spark, self.catalog, names, store, histograms, progress)
         self._stats = None
         return result
 

@@ -148,8 +148,7 @@ workdir_option = click.option(
     "--workdir",
     default=".tempura",
     show_default=True,
-    type=click.Path(file_okay=False),
-    help="Where statistics and state are kept.",
+    help="Where statistics and state are kept: a path, or a URI of a Hadoop file system.",
 )
 
 
@@ -321,7 +320,8 @@ specs_argument = click.argument("specs", nargs=-1, required=True, type=click.Pat
 select_option = click.option("--select", "select", multiple=True, metavar="NAME",
                              help="Only the specs of this name or shell pattern (repeatable).")
 job_workdir_option = click.option("--workdir", default=".tempura", show_default=True,
-                                  help="Where jobs keep statistics, states, manifests and history.")
+                                  help="Where jobs keep statistics, states, manifests and history: a path, or a "
+                                       "URI of a Hadoop file system (hdfs://…, s3a://…, file://…).")
 
 
 def _each(specs: tuple[str, ...], select: tuple[str, ...], body: Callable[[Path], int | None]) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from tempura.errors import TempuraError
-from tempura.runtime.files import local_folder
+from tempura.runtime.storage import Location, Storage, Uri, location, storage_for
 from tempura.scheduler.spec import Spec, load_spec, parse_size
 
 if TYPE_CHECKING:
@@ -126,14 +126,17 @@ class StandingQuery:
     """One standing query: its spec and its job under ``workdir``.
 
     ``spark`` is used if given; otherwise a session is started on first need, with the spec's
-    ``spark`` section (master, settings). ``validate``, ``check`` and ``history`` never start
-    one; ``plan`` starts one only if planning must read data.
+    ``spark`` section (master, settings). ``validate`` never starts one, nor do ``check`` and
+    ``history`` for a workdir on a local path; ``plan`` starts one only if planning must read
+    data. A workdir at a URI (``hdfs://…``, ``s3a://…``, ``file://…``) is read and written
+    through Hadoop's file system on the session's JVM, so everything that reads the job folder
+    there starts one.
     """
 
     def __init__(self, spec: str | Path | Spec, workdir: str | Path = DEFAULT_WORKDIR,
                  spark: SparkSession | None = None, progress: Progress | None = None) -> None:
         self.spec = spec if isinstance(spec, Spec) else load_spec(spec)
-        self.workdir = local_folder(workdir)  # absolute as of now: the working folder may change later
+        self.workdir = location(workdir)  # absolute as of now: the working folder may change later
         self.progress = progress
         self._spark = spark
 
@@ -158,12 +161,21 @@ class StandingQuery:
                                      app_name=f"tempura:{self.name}")
         return self._spark
 
-    def job_folder(self, simulated: str | None = None) -> Path:
+    def job_folder(self, simulated: str | None = None) -> Location:
         """Where the job keeps statistics, cycles and history (a simulation of ``simulated``:
         its own folder inside)."""
         from tempura.scheduler.planning import job_folder
 
         return job_folder(self.workdir, self.spec, simulated)
+
+    def _storage(self, where: Location) -> Storage:
+        """The storage of a place in the workdir: for a workdir at a URI, Hadoop's, over the job's
+        session (started with the spec's ``spark`` section)."""
+        return storage_for(where, self.spark if isinstance(where, Uri) else None)
+
+    def _spark_for_workdir(self) -> SparkSession | None:
+        """The session if one is running, or the workdir is at a URI (read through Spark's JVM)."""
+        return self.spark if isinstance(self.workdir, Uri) else self._spark
 
     # -- looking ------------------------------------------------------------------------------
 
@@ -204,7 +216,7 @@ class StandingQuery:
         from tempura.mqo import MqoOptions
         from tempura.scheduler.calibration import for_job
         from tempura.scheduler.planning import for_cycle, output_mode, plan_spec, prepare_job
-        from tempura.runtime.store import JobStore
+        from tempura.runtime.store import history_location
 
         _choice("method", method, METHODS)
         _choice("selector", selector, SELECTORS)
@@ -214,8 +226,9 @@ class StandingQuery:
             raise TempuraError(f"state budget: {error}") from None
         constants, pinned = self._cost_constants(cost)
         root = self.job_folder()
-        constants, calibration = for_job(constants, pinned, self.workdir, JobStore(root).history_path)
-        prepared = prepare_job(self.spec, root, self._spark, lambda: self.spark, self.progress)
+        spark = self._spark_for_workdir()
+        constants, calibration = for_job(constants, pinned, self.workdir, history_location(root))
+        prepared = prepare_job(self.spec, root, spark, lambda: self.spark, self.progress)
         cycle = self.spec.cycle(0)
         assert cycle is not None
         prepared, _ = for_cycle(prepared, cycle)  # as the runner plans its first time point
@@ -246,19 +259,21 @@ class StandingQuery:
 
     def check(self, simulated: str | None = None) -> JobReport:
         """The job folder verified: the chain of manifests, every file they list, the newest
-        delivery (no Spark)."""
+        delivery (no Spark for a local workdir)."""
         from tempura.runtime.store import JobStore
         from tempura.scheduler.check import check_job
 
-        return check_job(JobStore(self.job_folder(simulated)))
+        root = self.job_folder(simulated)
+        return check_job(JobStore(root, storage=self._storage(root)))
 
     def history(self, simulated: str | None = None) -> RunHistory:
         """The committed runs and fragments of the job (of a simulation of ``simulated``)."""
+        from tempura.runtime.store import history_location
         from tempura.scheduler.calibration import for_job
-        from tempura.scheduler.history import History
+        from tempura.scheduler.history import history_at
 
-        path = self.job_folder(simulated) / "history.sqlite"
-        history = History(path, read_only=True)
+        path = history_location(self.job_folder(simulated))
+        history = history_at(path, read_only=True, storage=self._storage(path))
         runs = history.runs()
         fragments = history.fragments()
         _, calibration = for_job(self.spec.cost_constants, self.spec.model.cost, self.workdir, path)
@@ -311,7 +326,8 @@ class StandingQuery:
         known to be dead: two writers can commit a wrong result."""
         from tempura.runtime.lock import force_unlock
 
-        return force_unlock(self.job_folder(simulated))
+        folder = self.job_folder(simulated)
+        return force_unlock(folder, self._storage(folder))
 
     def _cost_constants(self, cost: Mapping[str, object] | None) -> tuple[Any, set[str]]:
         """The cost constants (the defaults, then the spec's ``cost``, then ``cost``) and the

@@ -1,7 +1,8 @@
 """``tempura run`` as an operator meets it, on Spark: ``--simulate`` starts afresh each time, an
 output given as a ``file://`` URI is delivered there (not under the spec's folder), a lock left by
 a holder the operator knows to be dead goes with ``--force-unlock`` and a warning, and a second
-run names the holder in one line; a workdir on an object store is refused in one line."""
+run names the holder in one line; a workdir on a file system Spark has no connector for stops in
+one line."""
 
 from __future__ import annotations
 
@@ -71,12 +72,14 @@ def test_a_held_lock_stops_a_run_in_one_line_and_force_unlock_removes_it(spark: 
     assert not (folder / NAME).exists()
 
 
-def test_a_workdir_on_another_file_system_is_refused_in_one_line(tmp_path: Path) -> None:
-    """The job's manifests, lock and history go through the local file system: an object store's
-    URI is refused before anything is read or written, naming it."""
+def test_a_workdir_on_a_file_system_without_its_connector_stops_in_one_line(spark: Any, tmp_path: Path) -> None:
+    """The job folder goes through Hadoop's file system of the workdir's scheme: without the
+    connector on Spark's classpath (no S3A here), the run stops before anything is read or
+    written, in one line naming the workdir and the missing class."""
     spec = write_spec(tmp_path, QUERY)
     result = run(str(spec), "--now", "2026-01-01T13:00:00", "--workdir", "s3a://bucket/work")
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and "s3a://bucket/work" in lines[0], result.output
+    assert "S3AFileSystem" in lines[0] and "connector" in lines[0], lines[0]
     assert not list(tmp_path.rglob("*s3a*")), "a folder named after the URI was made"

@@ -185,7 +185,8 @@ def committed(fast_spark: Any, scenarios: Scenarios, root: Path) -> tuple[faults
     """A job run by ``ivm`` through t3 (states alive for t4), and a copy of its folders to put
     back before each damage. Its workdir is given as a ``file://`` URI, which names the same
     folder as the path (checked: the job is where the path says, and nothing is made under the
-    working folder)."""
+    working folder): this run writes through Hadoop's file system, the tests' later runs, checks
+    and repairs, given the path, through the local one, on the same manifests and lock."""
     trial = faults.new_trial(scenarios["sales_returns"], "damaged")
     ran = faults.run_in_process(trial.run_args("ivm", 3, workdir=trial.workdir.as_uri()))
     assert ran.code == 0, ran.last_lines()

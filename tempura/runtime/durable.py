@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tempura.algebra import Query
@@ -36,6 +35,7 @@ from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import TP, Feed, landing_data
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.sources import SourceData, register_read, source_delta
+from tempura.runtime.storage import Location
 from tempura.runtime.store import JobStore
 from tempura.sql.names import quote_identifier
 from tempura.tvr.plan import Fragment, MultiTimePlan
@@ -126,19 +126,19 @@ class TimePointRun:
         return total
 
 
-def write_frame(frame: DataFrame, target: Path | str, fmt: str = "parquet") -> None:
+def write_frame(frame: DataFrame, target: Location | str, fmt: str = "parquet") -> None:
     """Write ``frame`` to the folder ``target`` (replacing it) so that
     :func:`~tempura.runtime.outputs.read_output` reads it back exactly; Spark's failure becomes an
     :class:`ExecutionError` naming the folder."""
     from tempura.runtime.outputs import write_output
 
-    write_output(frame, target, fmt)
+    write_output(frame, uri(target), fmt)
 
 
 SHARED_STORAGE = "the workdir must be on storage that the driver and every executor share"
 
 
-def check_visible(files: Files, folder: Path | str, rows: int) -> None:
+def check_visible(files: Files, folder: Location | str, rows: int) -> None:
     """Raise :class:`ExecutionError` when Spark wrote ``rows`` (> 0) rows to ``folder`` and this
     driver lists no file of them: the executors wrote to a file system the driver does not see
     (each machine's own disk, on a cluster)."""
@@ -226,7 +226,7 @@ class DurableExecutor:
                            fragment.cost.times[index - 1] / 1e9, metrics, fragment.cost.stages,
                            fragment.cost.stages * plan.constants.stage / 1e9)
 
-    def _commit(self, frame: DataFrame, pending: Path, final: Path | str, index: int, what: str,
+    def _commit(self, frame: DataFrame, pending: Location, final: Location | str, index: int, what: str,
                 fmt: str = "parquet") -> None:
         """Write ``frame`` to ``pending``, then put it in place of whatever an uncommitted attempt
         left at ``final`` (``what``: ``state`` or ``delivery``, the fault points' names)."""
@@ -285,7 +285,7 @@ class DurableExecutor:
         reached("delivered", index)
         return final
 
-    def _deliver_to_table(self, target: OutputTarget, frame: DataFrame, pending: Path, index: int) -> str:
+    def _deliver_to_table(self, target: OutputTarget, frame: DataFrame, pending: Location, index: int) -> str:
         """Commit the delivery to its folder under the table's root, then make the table show it:
         a delta as a new partition, a snapshot by one switch of the table's location."""
         from tempura.runtime.tables import OutputTable
@@ -309,10 +309,10 @@ class DurableExecutor:
         reached("delivered", index)
         return final
 
-    def _refuse_empty(self, pending: Path, final: str, fmt: str, schema: StructType, index: int) -> None:
+    def _refuse_empty(self, pending: Location, final: str, fmt: str, schema: StructType, index: int) -> None:
         """Stop before an empty snapshot replaces an output that holds rows (a catch-up over
         cycles without data would otherwise empty it silently)."""
-        def holds_rows(folder: str | Path) -> bool:
+        def holds_rows(folder: str | Location) -> bool:
             if not self.files.data_files(folder):
                 return False
             from tempura.runtime.outputs import read_output
@@ -365,7 +365,7 @@ class DurableExecutor:
         return SourceData(feed.name, frame, TP, "__op" if feed.deletes else None, ("D",), tuple(range(1, self.k + 1)),
                           hidden=feed.hidden)
 
-    def _last_checkpoint(self, source: str, index: int) -> Path | None:
+    def _last_checkpoint(self, source: str, index: int) -> Location | None:
         folder = self.store.cycle_dir(self.cycle) / "checkpoints"
         best: tuple[int, str] | None = None
         for name in self.files.children(folder):

@@ -2,9 +2,14 @@
 
 A run that writes a job folder (``tempura run``, ``--simulate``, ``tempura repair``) first takes
 its lock, ``<job>/.lock``: a JSON file naming the holder (host, pid, a random token, when it took
-the lock) and its heartbeat. The file is written complete under a temporary name and linked into
-place with ``os.link``, which fails if the lock exists: taking it is atomic, and a reader never
-sees half a lock. While it runs, a thread renews the heartbeat every :data:`HEARTBEAT` seconds.
+the lock) and its heartbeat. The file is created only if no lock exists
+(:meth:`~tempura.runtime.storage.Storage.create_exclusive`: on a local disk written complete
+under a temporary name and linked into place with ``os.link``; on HDFS Hadoop's
+``create(path, overwrite=false)``, atomic at the name node; on an object store as atomic as its
+connector makes a create without overwrite). While it runs, a thread renews the heartbeat every
+:data:`HEARTBEAT` seconds, rewriting the file under a temporary name and renaming it over the
+lock. The job folder may be on any file system its :class:`~tempura.runtime.storage.Storage`
+reaches.
 
 A lock is *stale*, and the next run takes it over, when its holder is gone: on the same host, the
 holder's pid no longer runs; on any host, the heartbeat is older than the lease
@@ -26,10 +31,10 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from tempura.errors import TempuraError
+from tempura.runtime.storage import Location, Storage, storage_for
 
 LEASE = 120.0  # seconds without a heartbeat after which a lock is stale
 HEARTBEAT = 10.0  # seconds between heartbeats
@@ -59,19 +64,21 @@ class Holder:
         return {"host": self.host, "pid": self.pid, "token": self.token, "since": self.since, "heartbeat": self.heartbeat}
 
 
-def read_holder(path: Path) -> Holder | None:
+def read_holder(path: Location, storage: Storage | None = None) -> Holder | None:
     """The holder a lock file names; ``None`` if there is no lock (or it is unreadable: a lock is
-    linked into place complete, so an unreadable one was damaged, and is judged by its age)."""
+    put in place complete, so an unreadable one was damaged, or is being written where a create
+    is not atomic, and is judged by its age)."""
+    storage = storage or storage_for(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = storage.read_text(path)
+        if text is None:
+            return None
+        data = json.loads(text)
         return Holder(str(data["host"]), int(data["pid"]), str(data["token"]), float(data["since"]),
                       float(data["heartbeat"]))
-    except FileNotFoundError:
-        return None
     except (OSError, ValueError, KeyError, TypeError):
-        try:
-            age = path.stat().st_mtime
-        except FileNotFoundError:
+        age = storage.modified(path)
+        if age is None:
             return None
         return Holder("?", -1, "", age, age)
 
@@ -97,9 +104,11 @@ def stale(holder: Holder, lease: float, now: float | None = None) -> bool:
 class JobLock:
     """The lock of one job folder, held by this process while a run writes it."""
 
-    def __init__(self, folder: Path, lease: float = LEASE, heartbeat: float = HEARTBEAT) -> None:
-        self.folder = Path(folder)
+    def __init__(self, folder: Location, lease: float = LEASE, heartbeat: float = HEARTBEAT,
+                 storage: Storage | None = None) -> None:
+        self.folder = folder
         self.path = self.folder / NAME
+        self.storage = storage or storage_for(folder)
         self.lease = lease
         self.heartbeat = heartbeat
         self.token = ""
@@ -118,14 +127,14 @@ class JobLock:
         if self._depth:
             self._depth += 1
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.storage.mkdirs(self.folder)
         deadline = time.time() + wait
         while True:
             if self._try_take():
                 self._depth = 1
                 self._start_heartbeat()
                 return
-            holder = read_holder(self.path)
+            holder = read_holder(self.path, self.storage)
             if holder is None:
                 continue  # released meanwhile: try again
             if stale(holder, self.lease):
@@ -147,14 +156,14 @@ class JobLock:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        holder = read_holder(self.path)
+        holder = read_holder(self.path, self.storage)
         if holder is not None and holder.token == self.token:
-            self.path.unlink(missing_ok=True)
+            self.storage.delete(self.path)
 
     def check(self) -> None:
         """Raise :class:`LockHeld` unless this run still holds the lock (the fence before a
         commit)."""
-        holder = read_holder(self.path)
+        holder = read_holder(self.path, self.storage)
         if holder is None or holder.token != self.token:
             who = holder.describe() if holder is not None else "nobody (the lock file was removed)"
             raise LockHeld(f"{self.folder}: this run lost its lock to {who}; nothing more is committed")
@@ -168,60 +177,51 @@ class JobLock:
 
     # -- inside ---------------------------------------------------------------------------------
 
-    def _write(self, target: Path, now: float) -> None:
-        holder = Holder(socket.gethostname(), os.getpid(), self.token, self._since, now)
-        target.write_text(json.dumps(holder.to_json()), encoding="utf-8")
+    def _text(self, now: float) -> str:
+        return json.dumps(Holder(socket.gethostname(), os.getpid(), self.token, self._since, now).to_json())
 
     def _try_take(self) -> bool:
         self.token = secrets.token_hex(8)
         self._since = time.time()
-        temporary = self.folder / f"{NAME}.{self.token}"
-        self._write(temporary, self._since)
-        try:
-            os.link(temporary, self.path)  # fails if a lock exists
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            temporary.unlink(missing_ok=True)
+        return self.storage.create_exclusive(self.path, self._text(self._since))  # fails if a lock exists
 
     def _break(self, holder: Holder) -> None:
         """Take a stale lock out of the way: renamed aside, and put back if another run took it
         over in between."""
         aside = self.folder / f"{NAME}.stale-{secrets.token_hex(4)}"
         try:
-            os.rename(self.path, aside)
-        except FileNotFoundError:
-            return
-        moved = read_holder(aside)
+            self.storage.move(self.path, aside)
+        except OSError:
+            if self.storage.exists(self.path):
+                raise
+            return  # gone meanwhile
+        moved = read_holder(aside, self.storage)
         if moved is not None and moved.token != holder.token:
-            try:
-                os.link(aside, self.path)  # a live lock taken meanwhile: restore it
-            except FileExistsError:
-                pass
-        aside.unlink(missing_ok=True)
+            text = self.storage.read_text(aside)
+            if text is not None:
+                self.storage.create_exclusive(self.path, text)  # a live lock taken meanwhile: restore it
+        self.storage.delete(aside)
 
     def _start_heartbeat(self) -> None:
         self._stop = threading.Event()
 
         def beat() -> None:
             while not self._stop.wait(self.heartbeat):
-                holder = read_holder(self.path)
+                holder = read_holder(self.path, self.storage)
                 if holder is None or holder.token != self.token:
                     return  # lost: check() says so before the next commit
-                temporary = self.folder / f"{NAME}.{self.token}.beat"
-                self._write(temporary, time.time())
-                os.replace(temporary, self.path)
+                self.storage.write_atomically(self.path, self._text(time.time()))
 
         self._thread = threading.Thread(target=beat, name="tempura-lock-heartbeat", daemon=True)
         self._thread.start()
 
 
-def force_unlock(folder: Path) -> Holder | None:
+def force_unlock(folder: Location, storage: Storage | None = None) -> Holder | None:
     """Remove the lock of ``folder`` whoever holds it; returns the holder it named."""
-    path = Path(folder) / NAME
-    holder = read_holder(path)
-    path.unlink(missing_ok=True)
+    path = folder / NAME
+    storage = storage or storage_for(path)
+    holder = read_holder(path, storage)
+    storage.delete(path)
     return holder
 
 

@@ -23,22 +23,25 @@ alive, the latest checkpoint of each stream), each with its files' sizes and its
 delivery is listed likewise. :meth:`JobStore.chain` reads a cycle's manifests as one chain: a
 missing manifest before a committed one, a truncated or altered manifest, or a broken link is
 :class:`Damage`, named with the time point and the file. :meth:`JobStore.verify` checks an
-inventory's files before they are read. The run history (SQLite) lives beside the cycles.
+inventory's files before they are read. The run history lives beside the cycles
+(:mod:`tempura.scheduler.history`).
+
+The job folder may be on any file system: its small files (manifests, plans) go through the
+:class:`~tempura.runtime.storage.Storage` of its location (the local file system for a path,
+Hadoop's ``FileSystem`` for a URI), the folders Spark writes through :class:`Files`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from tempura.errors import TempuraError
 from tempura.runtime.files import Files
+from tempura.runtime.storage import Location, Storage, Uri, as_location, storage_for
 
 _TAG = re.compile(r".*@t(\d+)$")
 _INTERVAL = re.compile(r"i=(\d+)$")
@@ -56,23 +59,17 @@ def checksum(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
-def inventory(folder: Path) -> dict[str, int]:
-    """The data files under a local folder, by path relative to it, with their sizes. Hidden
-    files (``.``, ``_``: checksums and markers) are left out, as Spark's readers leave them out."""
-    found: dict[str, int] = {}
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-        for name in names:
-            if not name.startswith((".", "_")):
-                path = Path(root) / name
-                found[path.relative_to(folder).as_posix()] = path.stat().st_size
-    return found
+def inventory(folder: Location, storage: Storage | None = None) -> dict[str, int]:
+    """The data files under a folder, by path relative to it, with their sizes. Hidden files
+    (``.``, ``_``: checksums and markers) are left out, as Spark's readers leave them out."""
+    return (storage or storage_for(folder)).files(folder)
 
 
-def listed_problems(folder: Path, listed: Mapping[str, int], describe: Callable[[str], str]) -> list[str]:
-    """One message per file of ``listed`` (name: size) missing under the local ``folder`` or of
-    another size; ``describe(name)`` names the file in the message."""
-    found = inventory(folder)
+def listed_problems(folder: Location, listed: Mapping[str, int], describe: Callable[[str], str],
+                    storage: Storage | None = None) -> list[str]:
+    """One message per file of ``listed`` (name: size) missing under ``folder`` or of another
+    size; ``describe(name)`` names the file in the message."""
+    found = inventory(folder, storage)
     out = []
     for name, size in sorted(dict(listed).items()):
         if name not in found:
@@ -82,65 +79,77 @@ def listed_problems(folder: Path, listed: Mapping[str, int], describe: Callable[
     return out
 
 
-def parquet_rows(folder: Path) -> int | None:
-    """The rows of a local parquet folder from its files' footers (``None``: not readable so)."""
-    import pyarrow.parquet as pq
-
-    total = 0
-    for name in inventory(folder):
-        if name.endswith(".parquet"):
-            total += pq.read_metadata(folder / name).num_rows
-    return total
+def parquet_rows(folder: Location, storage: Storage | None = None) -> int | None:
+    """The rows of a parquet folder from its files' footers (``None``: not readable so)."""
+    return (storage or storage_for(folder)).parquet_rows(folder)
 
 
 SIMULATIONS = "simulate-"  # a simulation of one method keeps its cycles and history in <job>/simulate-<method>
+HISTORY_FILE = "history.sqlite"  # the run history of a job folder on a local path
+HISTORY_DOCUMENTS = "history"  # ... and of one at a URI: a folder of JSON documents
 
 
-def job_histories(workdir: Path) -> list[Path]:
+def history_location(job: Location) -> Location:
+    """Where the run history of the job folder ``job`` lives: a SQLite file for a local folder,
+    a folder of JSON documents for one at a URI (:mod:`tempura.scheduler.history`)."""
+    return job / (HISTORY_DOCUMENTS if isinstance(job, Uri) else HISTORY_FILE)
+
+
+def job_histories(workdir: Location, storage: Storage | None = None) -> list[Location]:
     """The run history of every job under ``workdir`` and of each of its simulations
-    (``jobs/<name>[/simulate-<method>]/history.sqlite``) that exists."""
-    found = []
-    for job in sorted((Path(workdir) / "jobs").glob("*")):
-        for folder in (job, *sorted(job.glob(SIMULATIONS + "*"))):
-            path = JobStore(folder).history_path
-            if path.is_file():
-                found.append(path)
+    (``jobs/<name>[/simulate-<method>]/history.sqlite``, or ``…/history/`` at a URI) that
+    exists."""
+    jobs = as_location(workdir) / "jobs"
+    storage = storage or storage_for(jobs)
+    found: list[Location] = []
+    for name in storage.children(jobs):
+        job = jobs / name
+        folders = [job, *(job / n for n in storage.children(job) if n.startswith(SIMULATIONS))]
+        found.extend(path for path in map(history_location, folders) if storage.exists(path))
     return found
 
 
 class JobStore:
-    """The folders of one standing query (``root`` = ``<workdir>/jobs/<name>``)."""
+    """The folders of one standing query (``root`` = ``<workdir>/jobs/<name>``), on the file
+    system of its location: ``storage``, else the location's, over the session of ``files``
+    (Spark's folders) for a URI."""
 
-    def __init__(self, root: Path, files: Files | None = None) -> None:
+    def __init__(self, root: Location, files: Files | None = None, storage: Storage | None = None) -> None:
         self.root = root
         self.files = files
+        self.storage = storage or storage_for(root, files.spark if files is not None else None)
 
     @property
-    def history_path(self) -> Path:
-        return self.root / "history.sqlite"
+    def history_path(self) -> Location:
+        return history_location(self.root)
 
-    def cycle_dir(self, cycle: str) -> Path:
+    def cycles(self) -> list[str]:
+        """The labels of the cycles the job folder holds, in order."""
+        folder = self.root / "cycles"
+        return [name for name in self.storage.children(folder) if self.storage.is_dir(folder / name)]
+
+    def cycle_dir(self, cycle: str) -> Location:
         return self.root / "cycles" / cycle
 
-    def manifest_path(self, cycle: str, index: int) -> Path:
+    def manifest_path(self, cycle: str, index: int) -> Location:
         return self.cycle_dir(cycle) / f"t{index:03d}.json"
 
-    def pending(self, cycle: str) -> Path:
+    def pending(self, cycle: str) -> Location:
         return self.cycle_dir(cycle) / ".pending"
 
-    def state_path(self, cycle: str, state: str, index: int) -> Path:
+    def state_path(self, cycle: str, state: str, index: int) -> Location:
         return self.cycle_dir(cycle) / "states" / f"{state}@t{index:03d}"
 
-    def landing(self, cycle: str, source: str) -> Path:
+    def landing(self, cycle: str, source: str) -> Location:
         return self.cycle_dir(cycle) / "landing" / source
 
-    def landing_interval(self, cycle: str, source: str, index: int) -> Path:
+    def landing_interval(self, cycle: str, source: str, index: int) -> Location:
         return self.landing(cycle, source) / f"i={index:03d}"
 
-    def checkpoint(self, cycle: str, stream: str, index: int) -> Path:
+    def checkpoint(self, cycle: str, stream: str, index: int) -> Location:
         return self.cycle_dir(cycle) / "checkpoints" / f"{stream}@t{index:03d}"
 
-    def plan_path(self, cycle: str, index: int) -> Path:
+    def plan_path(self, cycle: str, index: int) -> Location:
         return self.cycle_dir(cycle) / "plans" / f"t{index:03d}.plan.json"
 
     # -- manifests ---------------------------------------------------------------------------
@@ -150,11 +159,11 @@ class JobStore:
         :class:`Damage` if it does not parse or its checksum does not match its content."""
         path = self.manifest_path(cycle, index)
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
+            text = self.storage.read_text(path)
         except OSError as error:
             raise Damage(f"cycle {cycle} t{index}: cannot read {path}: {error.strerror}") from None
+        if text is None:
+            return None
         try:
             data = json.loads(text)
         except ValueError:
@@ -167,10 +176,8 @@ class JobStore:
 
     def manifest_indices(self, cycle: str) -> list[int]:
         """The time points of the cycle that have a manifest file, in order."""
-        folder = self.cycle_dir(cycle)
-        if not folder.is_dir():
-            return []
-        return sorted(int(m.group(1)) for name in os.listdir(folder) if (m := _MANIFEST.fullmatch(name)))
+        names = self.storage.children(self.cycle_dir(cycle))
+        return sorted(int(m.group(1)) for name in names if (m := _MANIFEST.fullmatch(name)))
 
     def chain(self, cycle: str) -> list[dict[str, Any]]:
         """The cycle's committed manifests ``t1..tn`` as one verified chain; :class:`Damage` names
@@ -201,7 +208,7 @@ class JobStore:
         content = json.loads(json.dumps(data, default=str))  # as it will read back
         content["previous"] = previous.get("checksum") if previous is not None else None
         content["checksum"] = checksum(content)
-        write_json_atomically(self.manifest_path(cycle, index), content)
+        write_json_atomically(self.manifest_path(cycle, index), content, self.storage)
         return content
 
     # -- what a manifest lists ---------------------------------------------------------------
@@ -210,7 +217,8 @@ class JobStore:
         """The inventory entry of each of the cycle's folders ``relative`` (paths under the
         cycle's folder): its data files with their sizes, and its rows where known."""
         base = self.cycle_dir(cycle)
-        return {path: {"files": inventory(base / path), "rows": rows.get(path)} for path in sorted(set(relative))}
+        return {path: {"files": inventory(base / path, self.storage), "rows": rows.get(path)}
+                for path in sorted(set(relative))}
 
     def verify(self, cycle: str, manifest: Mapping[str, Any], deep: bool = False) -> list[str]:
         """What is wrong with the folders ``manifest`` lists (its inventory, and its delivery when
@@ -222,28 +230,30 @@ class JobStore:
         problems: list[str] = []
         for path, entry in sorted(dict(manifest.get("inventory", {})).items()):
             folder = base / path
-            if not folder.is_dir():
+            if not self.storage.is_dir(folder):
                 problems.append(f"cycle {cycle} t{index}: {folder} ({named}) is missing")
                 continue
             damaged = listed_problems(folder, entry.get("files", {}),
-                                      lambda name: f"cycle {cycle} t{index}: {folder / name} ({named})")
+                                      lambda name: f"cycle {cycle} t{index}: {folder / name} ({named})", self.storage)
             problems += damaged
             if deep and not damaged and entry.get("rows") is not None and path.startswith(("states/", "landing/")):
                 try:
-                    rows = parquet_rows(folder)
+                    rows = parquet_rows(folder, self.storage)
                 except Exception as error:  # a footer that does not parse: the file is damaged
-                    problems.append(f"cycle {cycle} t{index}: {folder} ({named}) cannot be read: {error}")
+                    why = error.strerror if isinstance(error, OSError) and error.strerror else error
+                    problems.append(f"cycle {cycle} t{index}: {folder} ({named}) cannot be read: {why}")
                     continue
                 if rows is not None and rows != entry["rows"]:
                     problems.append(f"cycle {cycle} t{index}: {folder} ({named}) holds {rows} rows, not {entry['rows']}")
         for entries in dict(manifest.get("history", {})).values():  # a carried cycle's history, in earlier cycles
             for entry in entries:
                 folder = self.root / str(entry["path"])
-                if not folder.is_dir():
+                if not self.storage.is_dir(folder):
                     problems.append(f"cycle {cycle} t{index}: {folder} (history {named}) is missing")
                     continue
                 problems += listed_problems(folder, entry.get("files", {}),
-                                            lambda name: f"cycle {cycle} t{index}: {folder / name} (history {named})")
+                                            lambda name: f"cycle {cycle} t{index}: {folder / name} (history {named})",
+                                            self.storage)
         return problems
 
     def check_readable(self, cycle: str, manifest: Mapping[str, Any], index: int) -> None:
@@ -275,14 +285,14 @@ class JobStore:
         if not taken:
             return []
         aside = self.cycle_dir(cycle) / UNCOMMITTED / time.strftime("%Y%m%dT%H%M%S")
-        aside.mkdir(parents=True, exist_ok=True)
+        self.storage.mkdirs(aside)
         for index in reversed(taken):  # the last first: the chain stays a prefix throughout
             path = self.manifest_path(cycle, index)
-            os.replace(path, aside / path.name)
+            self.storage.move(path, aside / path.name)
         return taken
 
-    def save_plan(self, cycle: str, index: int, plan: dict[str, Any]) -> Path:
-        write_json_atomically(self.plan_path(cycle, index), plan)
+    def save_plan(self, cycle: str, index: int, plan: dict[str, Any]) -> Location:
+        write_json_atomically(self.plan_path(cycle, index), plan, self.storage)
         return self.plan_path(cycle, index)
 
     # -- leftovers and garbage ---------------------------------------------------------------
@@ -323,16 +333,7 @@ class JobStore:
         return dropped
 
 
-def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as JSON to a temporary file beside ``path``, flush it to disk, rename it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, default=str)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+def write_json_atomically(path: Location, data: dict[str, Any], storage: Storage | None = None) -> None:
+    """Write ``data`` as JSON to a temporary file beside ``path``, flushed to disk, then renamed
+    over it (:meth:`Storage.write_atomically`)."""
+    (storage or storage_for(path)).write_atomically(path, json.dumps(data, indent=2, default=str))

@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from tempura.cost.model import CostConstants
-from tempura.scheduler.history import History
+from tempura.runtime.storage import Location
+from tempura.scheduler.history import history_at
 
 MIN_OWN = 2  # fragments of the job itself: what its own rate is fitted to
 MIN_FRAGMENTS = 4  # fragments in all, with those of the workdir's other jobs
@@ -184,13 +185,17 @@ def _usable(sample: Sample) -> bool:
     return all(math.isfinite(x) and x > 0 for x in (sample.variable, sample.stages, sample.cpu))
 
 
-def other_jobs(workdir: Path, own: Path) -> dict[str, list[dict[str, Any]]]:
+def other_jobs(workdir: Location, own: Location) -> dict[str, list[dict[str, Any]]]:
     """The fragments of every history under ``workdir``'s jobs but ``own`` (each job's and each
     of its simulations', :func:`~tempura.runtime.store.job_histories`), read without writing."""
     from tempura.runtime.store import job_histories
 
-    mine = own.resolve()
-    return {str(path): History(path, read_only=True).fragments() for path in job_histories(workdir) if path.resolve() != mine}
+    def key(path: Location) -> str:
+        return str(path.resolve()) if isinstance(path, Path) else str(path)
+
+    mine = key(own)
+    return {str(path): history_at(path, read_only=True).fragments() for path in job_histories(workdir)
+            if key(path) != mine}
 
 
 def calibrate(rows: Iterable[Mapping[str, Any]], declared: float,
@@ -201,11 +206,11 @@ def calibrate(rows: Iterable[Mapping[str, Any]], declared: float,
     return fit(samples(rows), declared, others)
 
 
-def for_job(constants: CostConstants, pinned: Iterable[str], workdir: Path, history: Path
+def for_job(constants: CostConstants, pinned: Iterable[str], workdir: Location, history: Location
             ) -> tuple[CostConstants, Calibration | None]:
     """:func:`calibrated` for the job whose history is at ``history``, with the fragments of
     every other history under ``workdir``."""
-    return calibrated(constants, pinned, History(history, read_only=True).fragments(), other_jobs(workdir, history))
+    return calibrated(constants, pinned, history_at(history, read_only=True).fragments(), other_jobs(workdir, history))
 
 
 def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[Mapping[str, Any]],

@@ -5,7 +5,9 @@ each checksum matches its content, each links to the one before), the newest man
 inventory is on disk as listed (every file, its size, and — read from parquet footers — the rows
 of states and landed intervals), and the newest delivery is where its manifest says, file for
 file. :func:`check_job` lists every problem found without stopping at the first; nothing here
-needs Spark, so ``tempura check`` answers at once.
+needs Spark for a job folder on a local path, so ``tempura check`` answers at once. A job folder
+at a URI is read through Hadoop's file system, and the rows of its parquet folders counted by
+Spark (:class:`~tempura.runtime.storage.HadoopStorage`).
 
 :func:`last_intact` is where a repair starts from: the latest time point whose manifest is
 sound, linked, and whose inventory is intact. States an older time point listed may have been
@@ -15,13 +17,13 @@ the damage; the repair runs every time point from there again from the sources.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from tempura.runtime.lock import LEASE, read_holder, stale
 from tempura.runtime.lock import NAME as LOCK_NAME
+from tempura.runtime.storage import LOCAL, HadoopStorage, Location, Storage, Uri, is_uri
 from tempura.runtime.store import Damage, JobStore, inventory, listed_problems
 
 
@@ -40,7 +42,7 @@ class CycleReport:
 class JobReport:
     """A whole job folder as checked."""
 
-    folder: Path
+    folder: Location
     cycles: list[CycleReport] = field(default_factory=list)
     lock: str | None = None  # who holds the lock, if anyone
 
@@ -85,20 +87,26 @@ def _readable(store: JobStore, label: str) -> list[dict[str, Any]]:
     return out
 
 
-def _delivery_problems(label: str, manifest: Mapping[str, Any]) -> list[str]:
-    """Whether a local delivery is on disk as its manifest lists it (other URIs are not checked)."""
+def _delivery_problems(label: str, manifest: Mapping[str, Any], storage: Storage) -> list[str]:
+    """Whether a delivery is where its manifest lists it: a local one (or a ``file:`` URI's)
+    always; another URI's when the job folder's ``storage`` is Hadoop's (else not checked)."""
     delivery = manifest.get("delivery")
     if not delivery:
         return []
     path = str(delivery["path"])
-    local = path.removeprefix("file://") if path.startswith("file://") else path.removeprefix("file:")
-    if "://" in local:
+    folder: Location
+    if not is_uri(path):
+        folder, storage = Path(path), LOCAL
+    elif (local := Uri(path).local_path()) is not None:
+        folder, storage = local, LOCAL
+    elif isinstance(storage, HadoopStorage):
+        folder = Uri(path)
+    else:
         return []
-    folder = Path(local)
     where = f"cycle {label} t{manifest.get('index')}: the delivery {folder}"
-    if not folder.is_dir():
+    if not storage.is_dir(folder):
         return [f"{where} is missing"]
-    return listed_problems(folder, delivery.get("files", {}), lambda name: f"{where}: {name}")
+    return listed_problems(folder, delivery.get("files", {}), lambda name: f"{where}: {name}", storage)
 
 
 def last_intact(store: JobStore, label: str) -> int:
@@ -106,7 +114,8 @@ def last_intact(store: JobStore, label: str) -> int:
     inventory is intact on disk (0: none, so a repair reruns the cycle from its start)."""
     sound, _ = _chain_prefix(store, label)
     for data in reversed(sound):
-        if not store.verify(label, data, deep=True) and not (data is sound[-1] and _delivery_problems(label, data)):
+        if not store.verify(label, data, deep=True) and not (data is sound[-1] and
+                                                             _delivery_problems(label, data, store.storage)):
             return int(data["index"])
     return 0
 
@@ -119,9 +128,9 @@ def check_cycle(store: JobStore, label: str) -> CycleReport:
         problems += store.verify(label, readable[-1], deep=True)
         newest = next((m for m in reversed(readable) if m.get("delivery")), None)
         if newest is not None:
-            problems += _delivery_problems(label, newest)
+            problems += _delivery_problems(label, newest, store.storage)
     pending = store.pending(label)
-    leftovers = [str(pending)] if pending.exists() and inventory(pending) else []
+    leftovers = [str(pending)] if store.storage.exists(pending) and inventory(pending, store.storage) else []
     intact = last_intact(store, label) if problems else len(sound)
     return CycleReport(label, len(store.manifest_indices(label)), intact, problems, leftovers)
 
@@ -129,12 +138,9 @@ def check_cycle(store: JobStore, label: str) -> CycleReport:
 def check_job(store: JobStore) -> JobReport:
     """Every cycle of the job folder, checked; and who holds its lock."""
     report = JobReport(store.root)
-    folder = store.root / "cycles"
-    if folder.is_dir():
-        for label in sorted(os.listdir(folder)):
-            if (folder / label).is_dir():
-                report.cycles.append(check_cycle(store, label))
-    holder = read_holder(store.root / LOCK_NAME)
+    for label in store.cycles():
+        report.cycles.append(check_cycle(store, label))
+    holder = read_holder(store.root / LOCK_NAME, store.storage)
     if holder is not None:
         report.lock = holder.describe() + (" — stale: the next run takes it over" if stale(holder, LEASE) else "")
     return report

@@ -1,4 +1,7 @@
-"""The run history of a standing query: an embedded SQLite database under the job's folder.
+"""The run history of a standing query, under the job's folder: an embedded SQLite database
+(``history.sqlite``) when the folder is a local path, one JSON document per committed time point
+and per adopted plan (``history/``) when it is at a URI (HDFS, an object store, ``file://``), where
+SQLite cannot write: it needs a local file with POSIX locks.
 
 Three tables:
 
@@ -15,15 +18,26 @@ Three tables:
 Rows are written in one transaction per committed time point, after its manifest: if the process
 dies in between, the next run (which finds the time point committed) writes them from the
 manifest, so the history never misses a committed time point.
+
+:class:`DocumentHistory` keeps the same rows as files through the job folder's
+:class:`~tempura.runtime.storage.Storage`: ``history/runs/<cycle>/tNNN.json`` holds a time point's
+``runs`` row and its ``fragments`` rows, written atomically (a temporary file renamed into place:
+one document is one transaction), ``history/plans/<plan_id>.json`` a ``plans`` row. Reading loads
+every document into an in-memory SQLite database with the same tables, so every query (``tempura
+history``, the calibration of the stage cost, the runner's own) is the same for both.
+:func:`history_at` opens the one a location names.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from tempura.runtime.storage import Location, Storage, Uri, storage_for
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -83,6 +97,10 @@ CREATE TABLE IF NOT EXISTS plans (
 """
 
 
+RUN_COLUMNS = ("cycle", "time_index", "time_value", "committed_at", "mode", "method", "plan_id", "estimated_seconds",
+               "wall_seconds", "cpu_seconds", "rows_landed", "late_rows", "rejected_rows", "delivered", "replanned",
+               "plan_changed", "reason")
+PLAN_COLUMNS = ("plan_id", "cycle", "from_index", "method", "cost_vector", "objective", "reason", "created_at")
 FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output", "streaming", "estimated_rows",
                     "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
                     "shuffle_bytes", "jobs", "stages", "estimated_stages", "estimated_fixed_seconds", "fallback")
@@ -105,6 +123,29 @@ def _add_missing_columns(connection: sqlite3.Connection) -> None:
                         raise
 
 
+def run_row(manifest: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A committed time point's ``runs`` row (:data:`RUN_COLUMNS`), from its manifest."""
+    run = manifest["run"]
+    return (manifest["cycle"], manifest["index"], str(manifest["time"]), manifest["committed_at"], run["mode"],
+            run["method"], run["plan_id"], run["estimated_seconds"], run["wall_seconds"], run["cpu_seconds"],
+            run["rows_landed"], run["late_rows"], run["rejected_rows"], manifest.get("delivered"),
+            int(run.get("replanned", False)), int(run.get("plan_changed", False)), run.get("reason"))
+
+
+def fragment_rows(manifest: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """A committed time point's ``fragments`` rows (:data:`FRAGMENT_COLUMNS`), from its manifest."""
+    return [(manifest["cycle"], manifest["index"], f["id"], f["method"], f["form"], f["output"], int(f["streaming"]),
+             f["estimated_rows"], f["estimated_seconds"], f["rows_in"], f["rows_out"], f["wall_seconds"],
+             f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"], f.get("jobs"), f.get("stages"),
+             f.get("estimated_stages"), f.get("estimated_fixed_seconds"), f.get("fallback") or None)
+            for f in manifest["fragments"]]
+
+
+def _insert(table: str, columns: Iterable[str]) -> str:
+    names = list(columns)
+    return f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+
+
 class History:
     """The SQLite run history at ``path``."""
 
@@ -122,29 +163,15 @@ class History:
     def record_plan(self, plan_id: str, cycle: str, from_index: int, method: str, vector: Iterable[float],
                     objective: float, reason: str, created_at: str) -> None:
         with closing(self._connect()) as db, db:
-            db.execute("INSERT OR REPLACE INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            db.execute(_insert("plans", PLAN_COLUMNS),
                        (plan_id, cycle, from_index, method, json.dumps(list(vector)), objective, reason, created_at))
 
     def record_run(self, manifest: Mapping[str, Any]) -> None:
         """Write a committed time point's rows (again, idempotently) from its manifest."""
-        run = manifest["run"]
         with closing(self._connect()) as db, db:
-            db.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (manifest["cycle"], manifest["index"], str(manifest["time"]), manifest["committed_at"], run["mode"],
-                 run["method"], run["plan_id"], run["estimated_seconds"], run["wall_seconds"], run["cpu_seconds"],
-                 run["rows_landed"], run["late_rows"], run["rejected_rows"], manifest.get("delivered"),
-                 int(run.get("replanned", False)), int(run.get("plan_changed", False)), run.get("reason")),
-            )
+            db.execute(_insert("runs", RUN_COLUMNS), run_row(manifest))
             db.execute("DELETE FROM fragments WHERE cycle = ? AND time_index = ?", (manifest["cycle"], manifest["index"]))
-            db.executemany(
-                f"INSERT INTO fragments ({', '.join(FRAGMENT_COLUMNS)}) VALUES ({', '.join('?' * len(FRAGMENT_COLUMNS))})",
-                [(manifest["cycle"], manifest["index"], f["id"], f["method"], f["form"], f["output"], int(f["streaming"]),
-                  f["estimated_rows"], f["estimated_seconds"], f["rows_in"], f["rows_out"], f["wall_seconds"],
-                  f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"], f.get("jobs"), f.get("stages"),
-                  f.get("estimated_stages"), f.get("estimated_fixed_seconds"), f.get("fallback") or None)
-                 for f in manifest["fragments"]],
-            )
+            db.executemany(_insert("fragments", FRAGMENT_COLUMNS), fragment_rows(manifest))
 
     def set_replan(self, cycle: str, index: int, changed: bool, reason: str) -> None:
         with closing(self._connect()) as db, db:
@@ -187,3 +214,100 @@ class History:
             if not self.read_only:
                 raise
             return []  # another job's file that is not (yet) a readable history: nothing to read
+
+
+_DOCUMENT = re.compile(r"t(\d{3,})\.json$")
+
+
+class DocumentHistory(History):
+    """The run history as JSON documents in the folder ``folder``, through ``storage`` (see the
+    module's docstring); read into an in-memory SQLite database with :class:`History`'s tables."""
+
+    def __init__(self, folder: Location, read_only: bool = False, storage: Storage | None = None) -> None:
+        self.folder = folder
+        self.read_only = read_only
+        self.storage = storage or storage_for(folder)
+
+    def _run_document(self, cycle: str, index: int) -> Location:
+        return self.folder / "runs" / cycle / f"t{index:03d}.json"
+
+    def _write(self, where: Location, data: Mapping[str, Any]) -> None:
+        self.storage.write_atomically(where, json.dumps(data, indent=1, default=str))
+
+    def record_plan(self, plan_id: str, cycle: str, from_index: int, method: str, vector: Iterable[float],
+                    objective: float, reason: str, created_at: str) -> None:
+        row = (plan_id, cycle, from_index, method, json.dumps(list(vector)), objective, reason, created_at)
+        self._write(self.folder / "plans" / f"{plan_id}.json", dict(zip(PLAN_COLUMNS, row)))
+
+    def record_run(self, manifest: Mapping[str, Any]) -> None:
+        self._write(self._run_document(manifest["cycle"], manifest["index"]),
+                    {"run": dict(zip(RUN_COLUMNS, run_row(manifest))),
+                     "fragments": [dict(zip(FRAGMENT_COLUMNS, row)) for row in fragment_rows(manifest)]})
+
+    def set_replan(self, cycle: str, index: int, changed: bool, reason: str) -> None:
+        where = self._run_document(cycle, index)
+        text = self.storage.read_text(where)
+        if text is None:
+            return
+        document = json.loads(text)
+        document["run"].update(replanned=1, plan_changed=int(changed), reason=reason)
+        self._write(where, document)
+
+    def forget(self, cycle: str, first: int) -> None:
+        folder = self.folder / "runs" / cycle
+        for name in self.storage.children(folder):
+            match = _DOCUMENT.fullmatch(name)
+            if match and int(match.group(1)) >= first:
+                self.storage.delete(folder / name)
+
+    def has_run(self, cycle: str, index: int) -> bool:
+        return self.storage.exists(self._run_document(cycle, index))
+
+    def _documents(self) -> Iterable[dict[str, Any]]:
+        """Every document's content, tagged with its kind; a document that does not parse (cut
+        short where a rename is not atomic) is left out, as a row never written."""
+        runs = self.folder / "runs"
+        places = [(runs / cycle / name, "run") for cycle in self.storage.children(runs)
+                  for name in self.storage.children(runs / cycle) if _DOCUMENT.fullmatch(name)]
+        places += [(self.folder / "plans" / name, "plan") for name in self.storage.children(self.folder / "plans")
+                   if name.endswith(".json") and not name.startswith(".")]
+        for where, kind in places:
+            try:
+                text = self.storage.read_text(where)
+                data = json.loads(text) if text is not None else None
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                yield {"kind": kind, **data}
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(":memory:")
+        connection.executescript(SCHEMA)
+        with connection:
+            for document in self._documents():
+                if document["kind"] == "plan":
+                    rows = [("plans", {k: v for k, v in document.items() if k in PLAN_COLUMNS})]
+                else:
+                    rows = [("runs", {k: v for k, v in document.get("run", {}).items() if k in RUN_COLUMNS})]
+                    rows += [("fragments", {k: v for k, v in f.items() if k in FRAGMENT_COLUMNS})
+                             for f in document.get("fragments", [])]
+                for table, row in rows:
+                    connection.execute(_insert(table, row), tuple(row.values()))
+        return connection
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        try:
+            with closing(self._connect()) as db:
+                db.row_factory = sqlite3.Row
+                return [dict(r) for r in db.execute(sql, params).fetchall()]
+        except (sqlite3.Error, OSError):
+            if not self.read_only:
+                raise
+            return []
+
+
+def history_at(path: Location, read_only: bool = False, storage: Storage | None = None) -> History:
+    """The run history at ``path``: SQLite at a local path, JSON documents at a URI."""
+    if isinstance(path, Uri):
+        return DocumentHistory(path, read_only, storage)
+    return History(Path(path), read_only)

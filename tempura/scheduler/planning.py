@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from tempura.algebra import Query
@@ -26,6 +25,7 @@ from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
 from tempura.optimizer import AUTO_MARGIN, Arrival, Optimizer, Resume, plan_methods
 from tempura.mqo import BudgetError, MqoOptions
+from tempura.runtime.storage import Location, as_location, storage_for
 from tempura.scheduler.reoptimize import (Measured, after_history, expected_rows, scaled_lookup, updated,
                                           with_lookahead)
 from tempura.scheduler.spec import Cycle, Spec
@@ -188,21 +188,21 @@ def hidden_columns(spec: Spec, table: str) -> set[str]:
     return {source.changes.op_column.lower(), source.arrival.column.lower()}
 
 
-def job_folder(workdir: str | Path, spec: Spec, simulate_method: str | None = None) -> Path:
+def job_folder(workdir: str | Location, spec: Spec, simulate_method: str | None = None) -> Location:
     """Where a job keeps its statistics, cycles and history; a simulation of one method keeps its
     cycles and history apart (the statistics of the sources are the job's)."""
     from tempura.runtime.store import SIMULATIONS
 
-    root = Path(workdir) / "jobs" / spec.name
+    root = as_location(workdir) / "jobs" / spec.name
     return root / f"{SIMULATIONS}{simulate_method}" if simulate_method else root
 
 
-def stale_sources(spec: Spec, stats_root: Path, spark: SparkSession | None = None) -> list[str]:
+def stale_sources(spec: Spec, stats_root: Location, spark: SparkSession | None = None) -> list[str]:
     """The sources of ``spec`` whose files have no statistics under ``stats_root``, or changed
     since they were collected (a source that cannot be listed counts as stale when it has none)."""
     from tempura.stats.store import file_state
 
-    store = StatsStore(stats_root)
+    store = StatsStore(stats_root, storage_for(stats_root, spark))
     stale = []
     for name, table in spec.catalog().tables.items():
         stored = store.load(name)
@@ -212,7 +212,7 @@ def stale_sources(spec: Spec, stats_root: Path, spark: SparkSession | None = Non
     return stale
 
 
-def analyze_sources(spark: SparkSession, spec: Spec, stats_root: Path, stale: list[str]) -> None:
+def analyze_sources(spark: SparkSession, spec: Spec, stats_root: Location, stale: list[str]) -> None:
     """Collect statistics of the ``stale`` sources into ``stats_root``."""
     from pyspark.errors import PySparkException
 
@@ -221,13 +221,13 @@ def analyze_sources(spark: SparkSession, spec: Spec, stats_root: Path, stale: li
 
     if stale:
         try:
-            analyze_tables(spark, spec.catalog(), stale, StatsStore(stats_root))
+            analyze_tables(spark, spec.catalog(), stale, StatsStore(stats_root, storage_for(stats_root, spark)))
         except PySparkException as error:  # e.g. a source folder without a data file
             raise TempuraError(f"{spec.path}: cannot collect the statistics of {', '.join(stale)}: "
                                f"{spark_error_message(error)}") from None
 
 
-def prepare_job(spec: Spec, stats_root: Path, spark: SparkSession | None = None,
+def prepare_job(spec: Spec, stats_root: Location, spark: SparkSession | None = None,
                 start_spark: Callable[[], SparkSession] | None = None,
                 progress: Callable[[str, int, int], None] | None = None) -> Prepared:
     """``spec`` bound for planning, as its job plans it: with the statistics stored under
@@ -255,7 +255,7 @@ def needs_spark(spec: Spec) -> bool:
     return any(s.schema_ is None or s.expected is None for s in spec.sources.values())
 
 
-def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Path = DEFAULT_WORKDIR) -> Prepared:
+def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Location = DEFAULT_WORKDIR) -> Prepared:
     """Everything the planner needs for ``spec``; ``spark`` reads schemas and measures arrival
     where the spec does not declare them."""
     catalog = spec.catalog()
@@ -266,7 +266,8 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Path =
     except SqlError as error:
         where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
         raise SqlError(f"{spec.path}: {where}: {error.detail}", error.line, error.column) from None
-    stats = StatsCatalog(catalog, StatsStore(Path(workdir)), all_schemas, spark)
+    stats = StatsCatalog(catalog, StatsStore(as_location(workdir), storage_for(as_location(workdir), spark)), all_schemas,
+                         spark)
     arrival, notes = arrival_model(spec, spark)
     return Prepared(spec, catalog, query, Estimator(stats), arrival, notes)
 

@@ -34,7 +34,6 @@ import importlib
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from tempura.catalog import table_files
@@ -51,8 +50,9 @@ from tempura.runtime.faults import reached
 from tempura.runtime.keys import violations
 from tempura.runtime.lock import JobLock
 from tempura.runtime.metrics import Meter, WorkMetrics
+from tempura.runtime.storage import Location, as_location
 from tempura.runtime.store import JobStore
-from tempura.scheduler.history import History
+from tempura.scheduler.history import history_at
 from tempura.scheduler.planning import Prepared, expected_empty, for_cycle, job_folder, output_mode, plan_spec, prepare_job
 from tempura.scheduler.calibration import for_job
 from tempura.scheduler.reoptimize import NOTICEABLE
@@ -136,19 +136,19 @@ def plan_shape(plan: MultiTimePlan, after: int) -> list[tuple[Any, ...]]:
 class Runner:
     """Runs one standing query's time points durably on Spark."""
 
-    def __init__(self, spec: Spec, spark: SparkSession, workdir: str | Path = ".tempura", method: str = "auto",
+    def __init__(self, spec: Spec, spark: SparkSession, workdir: str | Location = ".tempura", method: str = "auto",
                  simulate: bool = False, progress: Callable[[str, int, int], None] | None = None,
                  hook: Callable[[dict[str, Any]], None] | None = None, wait: float = 0.0) -> None:
         self.spec = spec
         self.spark = spark
-        self.workdir = Path(workdir)
+        self.workdir = as_location(workdir)
         self.method = method
         self.simulate = simulate
         self.files = Files(spark)
         self.meter = Meter(spark)
         self.store = JobStore(job_folder(workdir, spec, method if simulate else None), self.files)
-        self.history = History(self.store.history_path)
-        self.lock = JobLock(self.store.root)
+        self.history = history_at(self.store.history_path, storage=self.store.storage)
+        self.lock = JobLock(self.store.root, storage=self.store.storage)
         self.wait = wait  # how long to wait for another run's lock on the job folder
         self.feeds = feeds(spec)
         self.progress = progress
@@ -218,8 +218,7 @@ class Runner:
             return 0
         cycle = self.spec.cycle(first)
         assert cycle is not None
-        folder = self.store.root / "cycles"
-        labels = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        labels = self.store.cycles()
         complete = sum(1 for label in labels if label < cycle.label
                        and len(self.store.manifest_indices(label)) >= cycle.last)
         return max(0, first - complete)
@@ -242,8 +241,7 @@ class Runner:
 
         results: list[PointResult] = []
         with self.lock_held():
-            folder = self.store.root / "cycles"
-            labels = [label] if label is not None else sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+            labels = [label] if label is not None else self.store.cycles()
             for name in labels:
                 indices = self.store.manifest_indices(name)
                 if not indices:
@@ -285,10 +283,9 @@ class Runner:
         """Delete everything the job folder holds but its lock (a simulation starts afresh);
         call it holding the lock."""
         assert self.lock.held, "clear() deletes a job folder: hold its lock"
-        if self.store.root.is_dir():
-            for child in self.store.root.iterdir():
-                if child.name != self.lock.path.name and not child.name.startswith(self.lock.path.name + "."):
-                    self.files.delete(child)
+        for name in self.store.storage.children(self.store.root):
+            if name != self.lock.path.name and not name.startswith(self.lock.path.name + "."):
+                self.files.delete(self.store.root / name)
         self._plans.clear()
 
     @contextlib.contextmanager

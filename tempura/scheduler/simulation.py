@@ -18,11 +18,11 @@ import dataclasses
 import hashlib
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from tempura.runtime import compare_results, spark_rows
 from tempura.runtime.outputs import SELF_DESCRIBING, read_output
+from tempura.runtime.storage import Location
 from tempura.scheduler.reference import reference
 from tempura.scheduler.runner import PointResult, Runner
 from tempura.scheduler.spec import Spec
@@ -95,7 +95,7 @@ def plan_digest(plan: MultiTimePlan, at: int | None = None) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
-def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Path, check: bool = True,
+def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Location, check: bool = True,
              progress: Callable[[str, int, int], None] | None = None) -> MethodRun:
     """Run cycle 0 of ``spec`` under ``method`` from scratch (an earlier simulation of the same
     method in ``workdir`` is deleted first); ``check``: compare every delivered result with

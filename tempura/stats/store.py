@@ -1,7 +1,8 @@
 """Where statistics live between processes, and which statistics the estimator gets.
 
 :class:`StatsStore` keeps one JSON file per table under ``<workdir>/stats/``, written to a
-temporary file and renamed into place, so a crash never leaves a torn file. Each file records
+temporary file and renamed into place, so a crash never leaves a torn file. A workdir at a URI
+is read and written through the :class:`TextFiles` it is given (the runtime's Hadoop storage). Each file records
 a fingerprint of the table's data files (names, sizes, modification times). When the files
 change, the stored statistics are *stale*: :class:`StatsCatalog` still uses them, scaled to the
 files' new size, and says so; a table that was never analysed gets defaults from its file sizes
@@ -16,7 +17,7 @@ import os
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tempura.catalog import Catalog, TableSource
 from tempura.errors import TempuraError
@@ -81,28 +82,45 @@ def file_state(source: TableSource, spark: SparkSession | None = None) -> FileSt
     return FileState(digest, float(sum(size for _, size, _ in entries)), len(entries))
 
 
+class TextFiles(Protocol):
+    """Small text files on the workdir's file system (:class:`tempura.runtime.storage.Storage`)."""
+
+    def read_text(self, path: Any) -> str | None: ...
+
+    def write_atomically(self, path: Any, text: str) -> None: ...
+
+
 class StatsStore:
-    """Statistics files under ``<workdir>/stats``."""
+    """Statistics files under ``<workdir>/stats``: a local folder, or any location joined with
+    ``/`` whose ``files`` read and write them."""
 
-    def __init__(self, workdir: str | Path) -> None:
-        self.root = Path(workdir) / "stats"
+    def __init__(self, workdir: str | Path | Any, files: TextFiles | None = None) -> None:
+        self.root = (Path(workdir) if isinstance(workdir, str) else workdir) / "stats"
+        self.files = files
 
-    def path(self, table: str) -> Path:
+    def path(self, table: str) -> Any:
         return self.root / f"{table.lower()}.json"
 
     def load(self, table: str) -> TableStats | None:
         path = self.path(table)
-        if not path.exists():
+        if self.files is not None:
+            text = self.files.read_text(path)
+        else:
+            text = path.read_text(encoding="utf-8") if path.exists() else None
+        if text is None:
             return None
         try:
-            return TableStats.from_json(json.loads(path.read_text(encoding="utf-8")))
+            return TableStats.from_json(json.loads(text))
         except (ValueError, KeyError, TypeError) as error:
             raise TempuraError(f"{path}: unreadable statistics file ({error}); run 'tempura analyze' again") from None
 
-    def save(self, table: str, stats: TableStats) -> Path:
+    def save(self, table: str, stats: TableStats) -> Any:
         """Write atomically: a temporary file in the same folder, then a rename."""
-        self.root.mkdir(parents=True, exist_ok=True)
         target = self.path(table)
+        if self.files is not None:
+            self.files.write_atomically(target, json.dumps(stats.to_json(), indent=1, sort_keys=True))
+            return target
+        self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{table}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
