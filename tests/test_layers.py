@@ -18,7 +18,7 @@ PACKAGE = ROOT / "tempura"
 # lower layers, never one of its own layer
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"algebra", "yamlfile", "tpch", "tpcds"},
+    {"algebra", "yamlfile", "atomic", "tpch", "tpcds"},
     {"sql"},
     {"catalog"},
     {"stats"},

@@ -35,12 +35,12 @@ import errno
 import os
 import re
 import secrets
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 from urllib.parse import urlparse
 
+from tempura.atomic import write_text
 from tempura.errors import TempuraError
 
 if TYPE_CHECKING:
@@ -186,18 +186,7 @@ class LocalStorage(Storage):
 
     def write_atomically(self, path: Location, text: str) -> None:
         target = Path(str(path))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=_temporary_prefix(target.name), suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_text(target, text, _temporary_prefix(target.name))
 
     def create_exclusive(self, path: Location, text: str) -> bool:
         target = Path(str(path))

@@ -14,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tempura.atomic import write_text
 from tempura.catalog import Catalog, TableSource
 from tempura.errors import TempuraError
 from tempura.stats.defaults import default_table_stats
@@ -120,18 +120,7 @@ class StatsStore:
         if self.files is not None:
             self.files.write_atomically(target, json.dumps(stats.to_json(), indent=1, sort_keys=True))
             return target
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{table}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(stats.to_json(), handle, indent=1, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_text(target, json.dumps(stats.to_json(), indent=1, sort_keys=True), f".{table}.")
         return target
 
 
