@@ -10,6 +10,7 @@ lost history folder; and the spec refuses ``endless`` where it cannot hold."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import shutil
 from pathlib import Path
@@ -235,3 +236,33 @@ def test_the_endless_benchmark_runs_both_contenders_alternating_and_checks_every
         (0, "auto"), (0, "batch"), (1, "batch"), (1, "auto")]
     assert all(r["history_rows"] > 0 for r in report["rows"] if r["cycle"] == 1)
     assert (tmp_path / "out" / "endless.json").is_file() and (tmp_path / "out" / "endless.png").stat().st_size > 0
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("phase", ["manifest", "committed"])
+def test_a_run_killed_at_the_carry_is_finished_by_the_next(phase: str, fast_spark: Any, sales: Path,
+                                                            tmp_path: Path) -> None:
+    """``tempura run`` by the clock through cycle 1's first time point, in a subprocess killed
+    (``kill -9``) at its carry: with everything taken over in place but not committed, or just
+    after the commit. The next run commits the carry once, and delivers the reference."""
+    from benchmarks import faults
+
+    folder = job(sales, tmp_path)
+    spec = totals_spec(folder, f"spark: {json.dumps(faults.SUBPROCESS_SPARK)}\n")
+    second = spec.cycle(1)
+    assert second is not None
+    args = ["run", str(spec.path), "--method", "ivm", "--now", str(second.time_points.values[0]), "--workdir",
+            str(tmp_path / "work")]
+    dead = faults.run_subprocess(args, f"{phase}@t1#2")  # t1 of cycle 0 reaches it first; the carry second
+    assert dead.code == -9, dead.last_lines()
+    store = JobStore(tmp_path / "work" / "jobs" / "totals")
+    assert store.manifest(second.label, 1) is None if phase == "manifest" else store.manifest(second.label, 1)
+    again = faults.run_in_process(args)
+    assert again.code == 0 and not again.exception, again.last_lines()
+    carry = store.manifest(second.label, 1)
+    assert carry is not None and carry["run"]["method"] == "carry" and carry["states"], carry
+    assert not store.pending(second.label).exists()
+    delivered = store.manifest(second.label, 2)
+    assert delivered is not None and delivered["delivered"]
+    expected = [tuple(r) for r in reference(fast_spark, spec, second, 2).collect()]
+    assert compare_results(expected, [tuple(r) for r in fast_spark.read.parquet(delivered["delivered"]).collect()]).equal
