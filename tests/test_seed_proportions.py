@@ -1,0 +1,53 @@
+"""The ``sales_returns_seed`` scenario on Spark: its data has the golden example's proportions
+(4/7 of the sales and 1/3 of the returns by t1, every return after its sale and at most 12 hours
+later), and every method delivers what ``spark.sql`` gives at each of its two time points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scenarios import prepared_scenario
+from tempura.scheduler import load_spec
+from tempura.scheduler.simulation import simulate
+from tempura.standing import METHODS
+
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
+
+SCALE = 0.005  # 5,000 sales
+
+
+@pytest.fixture(scope="module")
+def spec_path(fast_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = prepared_scenario(fast_spark, "sales_returns_seed", tmp_path_factory.mktemp("seed"), SCALE)
+    path.write_text(path.read_text().replace("deliver: last", "deliver: every"))
+    return path
+
+
+def test_the_data_has_the_seeds_proportions(fast_spark: Any, spec_path: Path) -> None:
+    sales = fast_spark.read.parquet(str(spec_path.parent / "data" / "sales"))
+    returns = fast_spark.read.parquet(str(spec_path.parent / "data" / "returns"))
+    sales.createOrReplaceTempView("seed_sales")
+    returns.createOrReplaceTempView("seed_returns")
+    noon = "TIMESTAMP '2026-11-22 12:00:00'"
+    (by_noon, total), = fast_spark.sql(f"SELECT SUM(CAST(arrived_at <= {noon} AS INT)), COUNT(*) FROM seed_sales").collect()
+    assert abs(by_noon / total - 4 / 7) < 0.03, by_noon / total
+    (by_noon, total), = fast_spark.sql(f"SELECT SUM(CAST(arrived_at <= {noon} AS INT)), COUNT(*) FROM seed_returns").collect()
+    assert abs(by_noon / total - 1 / 3) < 0.05, by_noon / total
+    (matched, before, after, reach_back), = fast_spark.sql(
+        "SELECT COUNT(*), SUM(CAST(r.arrived_at < s.arrived_at AS INT)), "
+        "SUM(CAST(r.arrived_at > s.arrived_at + INTERVAL 12 HOURS AS INT)), "
+        f"SUM(CAST(r.arrived_at > {noon} AND s.arrived_at <= {noon} AS INT)) "
+        "FROM seed_returns r JOIN seed_sales s ON r.o_id = s.o_id").collect()
+    assert matched == returns.count() and before == 0 and after == 0
+    assert reach_back > 0  # t2's returns of t1's sales: the probe of the old sales
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_delivers_the_reference_at_both_time_points(method: str, fast_spark: Any, spec_path: Path,
+                                                                 tmp_path: Path) -> None:
+    run = simulate(fast_spark, load_spec(spec_path), method, tmp_path)
+    assert [p.index for p in run.points] == [1, 2] and all(p.delivered for p in run.points)
+    assert run.correct, [(p.index, p.detail) for p in run.points if not p.correct]
