@@ -224,6 +224,12 @@ def test_a_run_by_the_clock_runs_the_carry_before_the_cycles_first_time_point(fa
     assert results[2].manifest["run"]["method"] == "carry" and str(results[2].time) == str(second.origin)
     expected = [tuple(r) for r in reference(fast_spark, spec, second, 2).collect()]
     assert compare_results(expected, [tuple(r) for r in fast_spark.read.parquet(results[3].delivered).collect()]).equal
+    from click.testing import CliRunner
+
+    from tempura.cli import main
+
+    shown = CliRunner(env={"COLUMNS": "400"}).invoke(main, ["history", str(spec.path), "--workdir", str(tmp_path / "work")])
+    assert shown.exit_code == 0 and f"took over cycle {spec.cycle(0).label}'s history" in shown.output, shown.output  # type: ignore[union-attr]
 
 
 @pytest.mark.spark
