@@ -173,10 +173,7 @@ class DurableExecutor:
     def landed(self, name: str, first: int, last: int) -> SourceData:
         """Source ``name`` as landed in intervals ``first..last``: the folders of those only, so
         that a read of a few intervals neither lists nor opens the files of the others."""
-        carried = self.history is not None and first == 1
-        own = range(2 if carried else first, last + 1)
-        folders = [uri(self.store.landing_interval(self.cycle, name, i)) for i in own]
-        history = [uri(self.store.root / p) for p in (self.history or {}).get(name, [])] if carried else []
+        folders, history = self.store.interval_folders(self.cycle, name, first, last, self.history)
         return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history)
 
     def run(self, plan: MultiTimePlan, index: int, committed: Mapping[str, SavedState],

@@ -40,7 +40,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from tempura.errors import TempuraError
-from tempura.runtime.files import Files
+from tempura.runtime.files import Files, uri
 from tempura.runtime.storage import Location, Storage, Uri, as_location, storage_for
 
 _TAG = re.compile(r".*@t(\d+)$")
@@ -145,6 +145,16 @@ class JobStore:
 
     def landing_interval(self, cycle: str, source: str, index: int) -> Location:
         return self.landing(cycle, source) / f"i={index:03d}"
+
+    def interval_folders(self, cycle: str, source: str, first: int, last: int,
+                         history: Mapping[str, list[str]] | None = None) -> tuple[list[str], list[str]]:
+        """The URIs of ``source``'s landed intervals ``first..last`` in ``cycle``, and, in a carried
+        cycle (``history``: its history's folders per source, under the job's folder) whose
+        interval 1 they include, the folders of its history, read as interval 1."""
+        carried = history is not None and first == 1
+        own = [uri(self.landing_interval(cycle, source, i)) for i in range(2 if carried else first, last + 1)]
+        taken = [uri(self.root / path) for path in (history or {}).get(source, [])] if carried else []
+        return own, taken
 
     def checkpoint(self, cycle: str, stream: str, index: int) -> Location:
         return self.cycle_dir(cycle) / "checkpoints" / f"{stream}@t{index:03d}"

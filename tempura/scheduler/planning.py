@@ -266,8 +266,8 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Locati
     except SqlError as error:
         where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
         raise SqlError(f"{spec.path}: {where}: {error.detail}", error.line, error.column) from None
-    stats = StatsCatalog(catalog, StatsStore(as_location(workdir), storage_for(as_location(workdir), spark)), all_schemas,
-                         spark)
+    root = as_location(workdir)
+    stats = StatsCatalog(catalog, StatsStore(root, storage_for(root, spark)), all_schemas, spark)
     arrival, notes = arrival_model(spec, spark)
     return Prepared(spec, catalog, query, Estimator(stats), arrival, notes)
 

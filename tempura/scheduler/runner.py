@@ -44,8 +44,7 @@ from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, 
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
 from tempura.runtime.ingest import (OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_rows,
-                                    landed_schema,
-                                    null_arrival_rows, read_source)
+                                    landed_schema, null_arrival_rows, read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.keys import violations
 from tempura.runtime.lock import JobLock
@@ -63,9 +62,9 @@ from tempura.tvr.plan import MultiTimePlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from tempura.cost.model import CostConstants
-    from pyspark.sql.types import StructType
 
 
 class RunError(TempuraError):
@@ -766,11 +765,8 @@ class Runner:
             self._schemas[name] = schema
             landed_before = None
             if (feed.window is not None or feed.op_column is not None) and index > 1:
-                history = carried_history(previous)
-                first = 2 if history is not None else 1
-                folders = [uri(self.store.landing_interval(label, name, i)) for i in range(first, index)]
-                landed_before = landed_rows(self.spark, schema, folders,
-                                            [uri(self.store.root / p) for p in (history or {}).get(name, [])])
+                folders, history = self.store.interval_folders(label, name, 1, index - 1, carried_history(previous))
+                landed_before = landed_rows(self.spark, schema, folders, history)
             new_paths = {f[0] for f in new}
             rows, late = interval_rows(feed, raw, new_paths, self.spec.origin(name, cycle), cycle.points.values, index,
                                        self.spec.model.late, landed_before, keep_file=True)
