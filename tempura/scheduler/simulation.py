@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from tempura.runtime import compare_results, spark_rows
 from tempura.runtime.outputs import SELF_DESCRIBING, read_output
@@ -26,6 +27,7 @@ from tempura.runtime.storage import Location
 from tempura.scheduler.reference import reference
 from tempura.scheduler.runner import PointResult, Runner
 from tempura.scheduler.spec import Spec
+from tempura.tvr.zset import MULT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -95,6 +97,20 @@ def plan_digest(plan: MultiTimePlan, at: int | None = None) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
+def consolidated(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows with a last column of multiplicities, the multiplicities of equal rows summed and
+    the rows whose sum is 0 left out."""
+    counts: Counter[tuple[Any, ...]] = Counter()
+    for row in rows:
+        counts[tuple(row[:-1])] += int(row[-1])
+    return [(*values, m) for values, m in counts.items() if m]
+
+
+def signed_difference(now: Sequence[tuple[Any, ...]], before: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The change from the bag ``before`` to the bag ``now`` as rows with multiplicities."""
+    return consolidated([(*r, 1) for r in now] + [(*r, -1) for r in before])
+
+
 def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Location, check: bool = True,
              progress: Callable[[str, int, int], None] | None = None) -> MethodRun:
     """Run cycle 0 of ``spec`` under ``method`` from scratch (an earlier simulation of the same
@@ -107,6 +123,8 @@ def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Location, ch
 
 
 def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, check: bool) -> MethodRun:
+    from pyspark.sql.types import LongType, StructField, StructType
+
     cycle = spec.cycle(0)
     assert cycle is not None
     results = runner.run_cycle(cycle)  # the landing checks the sources before anything is planned
@@ -124,12 +142,17 @@ def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, che
             owed = reference(spark, spec, cycle, result.index)
             expected = spark_rows(owed)
             fmt = runner.output.format if runner.output is not None else "parquet"
-            schema = None if fmt in SELF_DESCRIBING else owed.schema
+            delta = first.output == "delta"
+            schema = None if fmt in SELF_DESCRIBING else (
+                StructType([*owed.schema.fields, StructField(MULT, LongType())]) if delta else owed.schema)
             actual = [tuple(r) for r in read_output(spark, result.delivered, fmt, schema).collect()]
+            if delta:  # the change since the time point before, as signed rows
+                before = spark_rows(reference(spark, spec, cycle, result.index - 1)) if result.index > 1 else []
+                expected, actual = signed_difference(expected, before), consolidated(actual)
             outcome = compare_results(expected, actual)
             point.correct, point.detail = outcome.equal, outcome.reason
         run.points.append(point)
     return run
 
 
-__all__ = ["MethodRun", "PointMeasure", "plan_digest", "simulate"]
+__all__ = ["MethodRun", "PointMeasure", "consolidated", "plan_digest", "signed_difference", "simulate"]
