@@ -44,6 +44,7 @@ class CostConstants:
     local_write: float = 600.0  # Lw: one byte written to local disk
     dfs_read: float = 900.0  # Hr: one byte read from table storage
     dfs_write: float = 6000.0  # Hw: one byte written to table storage (outputs, state)
+    file_open: float = 1.2e8  # opening one more file of a table: about as much as reading 128 KiB of it
     stage: float = 1e9  # a stage's fixed work: scheduling and launching its tasks (see below)
     executors: int = 2  # copies of a broadcast relation
     partitions: int = 4  # shuffle partitions: partial aggregates emit up to this many rows per group

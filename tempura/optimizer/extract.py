@@ -21,6 +21,7 @@ from tempura.memo import GroupRef, Memo
 from tempura.memo.properties import Props
 from tempura.optimizer.choosers import Pick
 from tempura.optimizer.keys import state_keys
+from tempura.optimizer.layouts import find_probes
 from tempura.optimizer.plans import JoinHint, fill_template, in_order
 from tempura.rules.tvr import RULES, Expansion
 from tempura.stats.relation import RelStats
@@ -41,6 +42,8 @@ class _Building:
     states: set[str] = field(default_factory=set)
     methods: set[str] = field(default_factory=set)
     groups: set[int] = field(default_factory=set)
+    stats: dict[int, RelStats] = field(default_factory=dict)  # id of a built node -> its group's estimate
+    reads: dict[int, float] = field(default_factory=dict)  # id of a built source read -> its estimated cost
 
 
 class Chooser(Protocol):
@@ -144,6 +147,8 @@ class Extractor:
         hints: dict[LogicalPlan, JoinHint] = {}
         lines: list[str] = []
         plan = self._build(handle, building, hints, lines, 0)
+        probes = tuple(find_probes(plan, lambda node: building.stats.get(id(node)), time,
+                                   lambda node: building.reads.get(id(node), 0.0)))
         plan = in_order(plan, list(self.memo.group(group).schema.names))
         method = max(building.methods or {"batch"}, key=METHOD_ORDER.index)
         self._built[building.id] = building
@@ -160,6 +165,7 @@ class Extractor:
             rows=self.memo.group(group).stats.rows,
             cost=building.cost,
             physical="\n".join(lines),
+            probes=probes,
         )
         self.fragments[key] = fragment
         return fragment
@@ -175,6 +181,12 @@ class Extractor:
         return self.states[producer.keeps]
 
     def _build(self, handle: Hashable, into: _Building, hints: dict[LogicalPlan, JoinHint], lines: list[str], depth: int) -> LogicalPlan:
+        plan = self._build_node(handle, into, hints, lines, depth)
+        into.stats.setdefault(id(plan), self.memo.group(self.chooser.where(handle)[0]).stats)
+        return plan
+
+    def _build_node(self, handle: Hashable, into: _Building, hints: dict[LogicalPlan, JoinHint], lines: list[str],
+                    depth: int) -> LogicalPlan:
         group, props = self.chooser.where(handle)
         pick = self.chooser.pick(handle)
         stats = self.memo.group(group).stats
@@ -210,7 +222,9 @@ class Extractor:
             into.methods.add(RULE_METHOD[origin])
         if isinstance(alt.logical, SourceRead):
             into.sources.add(alt.logical)
-            return alt.logical.lower([])
+            lowered = alt.logical.lower([])
+            into.reads[id(lowered)] = own.times[into.time - 1]
+            return lowered
         plan = fill_template(alt.logical, children)
         if alt.hint is not None:
             strategy, side = alt.hint.split(":")

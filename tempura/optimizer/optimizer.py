@@ -111,7 +111,7 @@ class Optimizer:
         if options.selector == "off":  # the selector that selects nothing: the phase disabled
             off, options = off | {"select-states"}, dataclasses.replace(options, selector="auto")
         standing = Standing(sql, time_points, objective, method, output, options, resume or Resume(1),
-                            self.arrival.insert_only, self.arrival.bounds)
+                            self.arrival.insert_only, self.arrival.bounds, self.arrival.fraction)
         return self._planning(query, off, standing)
 
     def plan_standing(

@@ -52,6 +52,7 @@ from tempura.mqo.instance import Pruned, prune
 from tempura.optimizer.choosers import MemoInstance, MqoChooser, WinnerChooser
 from tempura.optimizer.extract import RULE_METHOD, Chooser, Extractor, fallback_notes
 from tempura.optimizer.keys import Resume, committed_groups, template_signatures
+from tempura.optimizer.layouts import choose_layouts, price
 from tempura.optimizer.pipeline import Phase, Pipeline
 from tempura.optimizer.plans import JoinHint, in_order, to_logical
 from tempura.rules.logical import normalize
@@ -65,6 +66,7 @@ from tempura.rules.tvr import Expansion, rules_for
 from tempura.rules.tvr.expansion import COPY_FROM
 from tempura.stats.relation import RelStats
 from tempura.tvr.bounds import ArrivalBounds
+from tempura.tvr.layout import pruned
 from tempura.tvr.plan import METHOD_ORDER, MultiTimePlan
 from tempura.tvr.time import TimePoints
 from tempura.tvr.zset import MULT
@@ -89,6 +91,7 @@ class Standing:
     resume: Resume
     insert_only: Callable[[str], bool]
     bounds: ArrivalBounds
+    fraction: Callable[[str, int, int], float] = lambda _table, start, end: 0.0  # a source's share of rows in (start, end]
 
 
 @dataclass
@@ -357,6 +360,30 @@ def _extract_standing(p: Planning) -> str:
     return f"{len(fragments)} fragments, {len(extractor.states)} kept states"
 
 
+def _layouts(p: Planning) -> str:
+    plan = p.result
+    assert isinstance(plan, MultiTimePlan)
+    asked = p.asked()
+    reads = {read.view: read for f in plan.fragments for read in f.sources if not (
+        f.method == "streaming" and read.delta and read.end == f.time and read.start == f.time - 1)}
+    whole: dict[str, float] = {}  # per source, its cycle's bytes as its probed reads estimate them
+    for f in plan.fragments:
+        for view, probe in pruned(f.probes, f.plan).items():
+            read = reads.get(view)
+            share = asked.fraction(read.scan.table, read.start, read.end) if read is not None else 0.0
+            if read is not None and share > 0:
+                whole[read.scan.table] = max(whole.get(read.scan.table, 0.0), probe.bytes / share)
+    k = asked.time_points.k
+    sizes = {name: [b * asked.fraction(name, i - 1, i) for i in range(1, k + 1)] for name, b in whole.items()}
+    choices = choose_layouts(plan, reads, sizes, p.costs.k)
+    for f in plan.fragments:
+        price(f, choices, reads, sizes, p.costs.k, asked.objective)
+    plan.layouts = {c.source: {i: c.layout for i in c.intervals} for c in choices}
+    plan.cost = sum((f.cost for f in plan.fragments), CostVector.zero(asked.objective))
+    return "; ".join(f"{c.source}: intervals {', '.join(map(str, c.intervals))} {c.layout.describe()}"
+                     for c in choices) or "no source laid out"
+
+
 NORMALIZE = Phase("normalize", _normalize, "predicate pushdown and projection pruning to a fixpoint", _unnormalized)
 EXPLORE = Phase("explore", _explore, "the memo, and the join rules to a fixpoint", _unexplored)
 COLLAPSE = Phase("collapse", _collapse, "stacked filters and projections collapse")
@@ -371,10 +398,11 @@ SEARCH = Phase("search", _search, "the memo search at each delivery's time point
 SELECT_STATES = Phase("select-states", _select_states, "which results to keep, and when (greedy or ILP)", _winners)
 EXTRACT = Phase("extract", _extract_one_off, "the winner as a logical plan with join hints", required=True)
 EXTRACT_STANDING = Phase("extract", _extract_standing, "the choice as fragments and kept states", required=True)
+LAYOUTS = Phase("layouts", _layouts, "how each probed source lands: hash-bucketed by the key its probes read, priced by the buckets they touch")
 
 ONE_OFF: Pipeline[Planning] = Pipeline((NORMALIZE, EXPLORE, COLLAPSE, dataclasses.replace(IMPLEMENT, required=True), EXTRACT))
 STANDING: Pipeline[Planning] = Pipeline((NORMALIZE, EXPLORE, IMPLEMENT_STANDING, EXPAND, COPY, REWRITE_EXPANDED, COLLAPSE,
-                                         SEARCH, SELECT_STATES, EXTRACT_STANDING))
+                                         SEARCH, SELECT_STATES, EXTRACT_STANDING, LAYOUTS))
 PHASES = list(dict.fromkeys([*ONE_OFF.names, *STANDING.names]))
 
 __all__ = ["JOIN_ORDER_LIMIT", "ONE_OFF", "PHASES", "Planning", "STANDING", "Standing", "instance"]

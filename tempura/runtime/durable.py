@@ -33,11 +33,14 @@ from tempura.runtime.executor import SparkPlanning, execute, spark_error_message
 from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import TP, Feed, landing_data
+from tempura.runtime.layout import PrunedRead, Pruning, key_class, probe_buckets, select_buckets
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.sources import SourceData, register_read, source_delta
 from tempura.runtime.storage import Location
 from tempura.runtime.store import JobStore
 from tempura.sql.names import quote_identifier
+from tempura.tvr.layout import Layout, Probe, pruned, scans_of, touched
+from tempura.tvr.operators import SourceRead
 from tempura.tvr.plan import Fragment, MultiTimePlan
 
 if TYPE_CHECKING:
@@ -87,12 +90,22 @@ class FragmentRun:
     metrics: WorkMetrics
     estimated_stages: float = 0.0  # the fixed stage costs the estimate includes
     estimated_fixed_seconds: float = 0.0  # their share of ``estimated_seconds``
+    pruned: list[PrunedRead] = field(default_factory=list)  # its reads of laid-out landings, pruned by a probe
+    estimated_buckets_read: float = 0.0  # the buckets the plan expected them to touch
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "time": self.time, "method": self.method, "form": self.form, "output": self.output,
-                "streaming": self.streaming, "estimated_rows": self.estimated_rows,
-                "estimated_seconds": self.estimated_seconds, "estimated_stages": self.estimated_stages,
-                "estimated_fixed_seconds": self.estimated_fixed_seconds, **self.metrics.to_json()}
+        out = {"id": self.id, "time": self.time, "method": self.method, "form": self.form, "output": self.output,
+               "streaming": self.streaming, "estimated_rows": self.estimated_rows,
+               "estimated_seconds": self.estimated_seconds, "estimated_stages": self.estimated_stages,
+               "estimated_fixed_seconds": self.estimated_fixed_seconds, **self.metrics.to_json()}
+        if self.pruned:
+            out.update({"pruned_reads": [p.to_json() for p in self.pruned],
+                        "pruned_bytes_read": sum(p.bytes_read for p in self.pruned),
+                        "pruned_bytes": sum(p.bytes for p in self.pruned),
+                        "pruned_buckets_read": sum(p.buckets_read for p in self.pruned),
+                        "pruned_buckets": sum(p.buckets for p in self.pruned),
+                        "estimated_buckets_read": self.estimated_buckets_read})
+        return out
 
 
 @dataclass
@@ -142,7 +155,7 @@ def check_visible(files: Files, folder: Location | str, rows: int) -> None:
     """Raise :class:`ExecutionError` when Spark wrote ``rows`` (> 0) rows to ``folder`` and this
     driver lists no file of them: the executors wrote to a file system the driver does not see
     (each machine's own disk, on a cluster)."""
-    if rows > 0 and not files.data_files(folder):
+    if rows > 0 and not files.holds_data(folder):
         raise ExecutionError(f"{folder}: Spark's executors wrote {rows} row{'s' if rows != 1 else ''} there, but this "
                              f"driver sees no file of them: {SHARED_STORAGE} (nothing was committed)")
 
@@ -153,7 +166,8 @@ class DurableExecutor:
     def __init__(self, spark: SparkSession, store: JobStore, cycle: str, feeds: Mapping[str, Feed],
                  schemas: Mapping[str, StructType], k: int, output: OutputTarget | None = None,
                  planning: SparkPlanning | None = None, allow_empty: bool = False,
-                 fence: Callable[[], None] | None = None, history: Mapping[str, list[str]] | None = None) -> None:
+                 fence: Callable[[], None] | None = None, history: Mapping[str, list[str]] | None = None,
+                 layouts: Mapping[str, Mapping[int, Layout]] | None = None) -> None:
         self.spark = spark
         self.store = store
         self.cycle = cycle
@@ -169,12 +183,39 @@ class DurableExecutor:
         # a carried cycle's interval 1 per source: the folders of the history it took over
         # (paths under the job's folder), read as interval 1 whatever interval they landed as
         self.history = dict(history) if history is not None else None
+        self.layouts = {name: dict(by_index) for name, by_index in (layouts or {}).items()}  # source -> interval -> layout
 
-    def landed(self, name: str, first: int, last: int) -> SourceData:
+    def landed(self, name: str, first: int, last: int, prune: Pruning | None = None) -> SourceData:
         """Source ``name`` as landed in intervals ``first..last``: the folders of those only, so
-        that a read of a few intervals neither lists nor opens the files of the others."""
+        that a read of a few intervals neither lists nor opens the files of the others; with
+        ``prune``, only the rows of the buckets it keeps (a pruned read)."""
         folders, history = self.store.interval_folders(self.cycle, name, first, last, self.history)
-        return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history)
+        if prune is None:
+            return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history)
+        start = last - len(folders) + 1
+        own = self.layouts.get(name, {})
+        folders = select_buckets(folders, self.store.interval_files(self.cycle, name, start, last),
+                                 [prune.usable(own.get(i)) for i in range(start, last + 1)], prune.touched, prune.read)
+        return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history, prune.where)
+
+    def _expected(self, read: SourceRead, probe: Probe) -> float:
+        """The buckets the plan expects ``probe`` to touch of ``read``'s laid-out intervals."""
+        own = self.layouts.get(read.scan.table, {})
+        return sum(touched(layout.buckets, probe.distinct) for i in range(read.start + 1, read.end + 1)
+                   if (layout := own.get(i)) is not None and layout.column == probe.column)
+
+    def _prune(self, fragment: Fragment, read: SourceRead, probe: Probe) -> Pruning | None:
+        """How ``read`` is pruned by ``probe``: its intervals laid out by the probe's column read
+        at the buckets the probe's keys fall in; ``None`` when none of them is laid out so."""
+        laid = [layout for i, layout in self.layouts.get(read.scan.table, {}).items()
+                if layout.column == probe.column and read.start < i <= read.end]
+        if not laid:
+            return None
+        dtype = self.schemas[read.scan.table][probe.column].dataType
+        keys = execute(Query(probe.on, tuple(probe.on.schema.names)), self.spark, fragment.hints, self.planning)
+        if key_class(keys.schema[probe.key].dataType) != key_class(dtype):
+            return None  # keys of another type hash otherwise: the read stays whole
+        return Pruning(probe.column, dtype, probe_buckets(keys, probe.key, laid), PrunedRead(read.view, probe.column))
 
     def run(self, plan: MultiTimePlan, index: int, committed: Mapping[str, SavedState],
             progress: Callable[[Fragment], None] | None = None) -> TimePointRun:
@@ -191,6 +232,9 @@ class DurableExecutor:
     def _fragment(self, plan: MultiTimePlan, fragment: Fragment, index: int, saved: dict[str, SavedState],
                   run: TimePointRun) -> FragmentRun:
         streaming = fragment.method == "streaming"
+        probes = pruned(fragment.probes, fragment.plan)
+        reads: list[PrunedRead] = []
+        later: list[SourceRead] = []  # the reads pruned by a probe: registered once every view a probe reads is
         with self.meter.measure(f"{self.cycle} t{index} {fragment.id}") as metrics:
             for state_id in fragment.states:
                 if state_id not in saved:
@@ -202,9 +246,17 @@ class DurableExecutor:
                 if streaming and read.delta and read.start == index - 1 and read.end == index:
                     source_delta(self._streamed(read.scan.table, index, run), index - 1, index).createOrReplaceTempView(
                         quote_identifier(read.view))
+                elif read.view in probes and not any(scans_of(probes[read.view].on, v) for v in probes):
+                    later.append(read)
                 else:  # the landed intervals the read covers, and no others
                     register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end), read.start, read.end,
                                   read.delta, read.view)
+            for read in later:
+                prune = self._prune(fragment, read, probes[read.view])
+                register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end, prune), read.start,
+                              read.end, read.delta, read.view)
+                if prune is not None:
+                    reads.append(prune.read)
             frame = execute(Query(fragment.plan, tuple(fragment.plan.schema.names)), self.spark, fragment.hints, self.planning)
             if fragment.keeps is not None:
                 planned = next((s for s in plan.states if s.id == fragment.keeps), None)
@@ -219,9 +271,10 @@ class DurableExecutor:
             metrics.rows_out = metrics.rows_written
         if fragment.delivers:
             run.delivered_rows = metrics.rows_out
+        expected = sum(self._expected(r, probes[r.view]) for r in later if any(p.read == r.view for p in reads))
         return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
                            fragment.cost.times[index - 1] / 1e9, metrics, fragment.cost.stages,
-                           fragment.cost.stages * plan.constants.stage / 1e9)
+                           fragment.cost.stages * plan.constants.stage / 1e9, reads, expected)
 
     def _commit(self, frame: DataFrame, pending: Location, final: Location | str, index: int, what: str,
                 fmt: str = "parquet") -> None:

@@ -99,6 +99,20 @@ class Files:
             found.append((str(qualified.toUri()), int(status.getLen()), int(status.getModificationTime())))
         return sorted(found)
 
+    def holds_data(self, path: str | Path | Uri) -> bool:
+        """Whether a folder holds a data file (as :meth:`data_files` finds them), listing no more
+        than up to the first."""
+        fs, p = self._path(path)
+        if not fs.exists(p):
+            return False
+        root = str(fs.makeQualified(p).toUri().getPath()).rstrip("/")
+        files = fs.listFiles(p, True)
+        while files.hasNext():
+            relative = str(files.next().getPath().toUri().getPath())[len(root):].strip("/")
+            if not any(part.startswith((".", "_")) for part in relative.split("/")):
+                return True
+        return False
+
     def size(self, path: str | Path | Uri) -> int:
         """Bytes under a folder."""
         fs, p = self._path(path)

@@ -44,6 +44,7 @@ from tempura.runtime.executor import spark_error_message
 from tempura.runtime.files import uri
 from tempura.runtime.sources import SourceData, _time_literal
 from tempura.sql.names import quote_identifier
+from tempura.tvr.layout import Layout
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -104,11 +105,13 @@ class Landed:
     null_arrival: int = 0  # rows of new files whose arrival is NULL (set aside, counted in ``rejected``)
     absent_deletions: int = 0  # deletions of absent rows dropped (a change feed under ``deletes: lenient``)
     check_cpu_seconds: float = 0.0  # executor CPU of checking a change feed's interval
+    layout: Layout | None = None  # hash-bucketed by a key (tempura.runtime.layout), or as it came
 
     def to_json(self) -> dict[str, Any]:
-        return {"rows": self.rows, "deletions": self.deletions, "late": self.late, "rejected": self.rejected,
-                "null_arrival": self.null_arrival, "absent_deletions": self.absent_deletions,
-                "check_cpu_seconds": self.check_cpu_seconds, "new_files": len(self.new_files), "path": self.path}
+        out = {"rows": self.rows, "deletions": self.deletions, "late": self.late, "rejected": self.rejected,
+               "null_arrival": self.null_arrival, "absent_deletions": self.absent_deletions,
+               "check_cpu_seconds": self.check_cpu_seconds, "new_files": len(self.new_files), "path": self.path}
+        return {**out, "layout": self.layout.to_json()} if self.layout is not None else out
 
 
 def _spark_errors() -> tuple[type[Exception], ...]:
@@ -291,25 +294,34 @@ def null_arrival_rows(feed: Feed, source: DataFrame, new_files: set[str]) -> Dat
     return source.where(_col(FILE).isin(sorted(new_files)) & _col(feed.arrival_column).isNull()).drop(FILE)
 
 
+def read_landed(spark: SparkSession, schema: StructType, folders: Sequence[str]) -> DataFrame:
+    """The rows of landed ``folders`` with the landing's columns. Their files are found
+    recursively, without partition discovery: a folder laid out in buckets
+    (:mod:`tempura.runtime.layout`) adds no column, and reads beside one that is not."""
+    return spark.read.schema(schema).option("recursiveFileLookup", "true").parquet(*folders)
+
+
 def landed_rows(spark: SparkSession, schema: StructType, folders: Sequence[str], history: Sequence[str] = ()) -> DataFrame:
     """The rows of the landed ``folders``, and of the ``history`` folders a carried cycle took
     over (each landed as an interval of an earlier cycle), read as its interval 1."""
     from pyspark.sql import functions as F
 
-    parts = [spark.read.schema(schema).parquet(*folders)] if folders else []
+    parts = [read_landed(spark, schema, folders)] if folders else []
     if history:
-        parts.append(spark.read.schema(schema).parquet(*history).withColumn(TP, F.lit(1).cast("int")))
+        parts.append(read_landed(spark, schema, history).withColumn(TP, F.lit(1).cast("int")))
     if not parts:
         return spark.createDataFrame([], schema)
     return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 def landing_data(spark: SparkSession, feed: Feed, folders: Sequence[str], schema: StructType, k: int,
-                 history: Sequence[str] = ()) -> SourceData:
+                 history: Sequence[str] = (), where: Column | None = None) -> SourceData:
     """The landed intervals ``folders`` of ``feed`` (and a carried cycle's ``history``, as
     interval 1) as a :class:`SourceData` whose time points are the interval indices ``1..k``
-    (``__tp``)."""
+    (``__tp``); only its rows that satisfy ``where``, if given."""
     frame = landed_rows(spark, schema, folders, history)
+    if where is not None:
+        frame = frame.where(where)
     return SourceData(feed.name, frame, TP, OP if feed.deletes else None, ("D",), tuple(range(1, k + 1)),
                       hidden=feed.hidden, checked=True)
 
@@ -325,4 +337,4 @@ def landed_schema(feed: Feed, source_schema: StructType) -> StructType:
 
 
 __all__ = ["FILE", "OP", "TP", "Feed", "Landed", "check_schema", "file_schemas", "interval_rows", "landed_schema",
-           "landed_rows", "landing_data", "null_arrival_rows", "read_source"]
+           "landed_rows", "landing_data", "read_landed", "null_arrival_rows", "read_source"]

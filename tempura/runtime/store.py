@@ -156,6 +156,11 @@ class JobStore:
         taken = [uri(self.root / path) for path in (history or {}).get(source, [])] if carried else []
         return own, taken
 
+    def interval_files(self, cycle: str, source: str, first: int, last: int) -> list[dict[str, int]]:
+        """The files of ``source``'s landed intervals ``first..last`` in ``cycle``, each interval's
+        by path relative to its folder, with sizes."""
+        return [inventory(self.landing_interval(cycle, source, i), self.storage) for i in range(first, last + 1)]
+
     def checkpoint(self, cycle: str, stream: str, index: int) -> Location:
         return self.cycle_dir(cycle) / "checkpoints" / f"{stream}@t{index:03d}"
 

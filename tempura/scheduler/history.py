@@ -12,7 +12,9 @@ Three tables:
   time, CPU time, bytes read and written, and the Spark jobs and stages it ran against the stages
   the estimate charged and their share of it (each stage costs a fixed amount whatever its input:
   ``docs/statistics.md``; :mod:`tempura.scheduler.calibration` fits that amount to these rows),
-  and, for a fragment that ran another method than the one forced, why (``fallback``);
+  for a fragment that ran another method than the one forced, why (``fallback``); and, for one
+  whose reads of laid-out landings a probe pruned (:mod:`tempura.runtime.layout`), the bytes and
+  buckets they read against the whole and the buckets the plan expected them to touch;
 - ``plans``: each plan the job adopted, with its cost vector and objective, and why.
 
 Rows are written in one transaction per committed time point, after its manifest: if the process
@@ -82,6 +84,11 @@ CREATE TABLE IF NOT EXISTS fragments (
     estimated_stages REAL,
     estimated_fixed_seconds REAL,
     fallback TEXT,
+    pruned_bytes_read INTEGER,
+    pruned_bytes INTEGER,
+    pruned_buckets_read INTEGER,
+    pruned_buckets INTEGER,
+    estimated_buckets_read REAL,
     PRIMARY KEY (cycle, time_index, fragment)
 );
 CREATE TABLE IF NOT EXISTS plans (
@@ -103,11 +110,14 @@ RUN_COLUMNS = ("cycle", "time_index", "time_value", "committed_at", "mode", "met
 PLAN_COLUMNS = ("plan_id", "cycle", "from_index", "method", "cost_vector", "objective", "reason", "created_at")
 FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output", "streaming", "estimated_rows",
                     "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
-                    "shuffle_bytes", "jobs", "stages", "estimated_stages", "estimated_fixed_seconds", "fallback")
+                    "shuffle_bytes", "jobs", "stages", "estimated_stages", "estimated_fixed_seconds", "fallback",
+                    "pruned_bytes_read", "pruned_bytes", "pruned_buckets_read", "pruned_buckets", "estimated_buckets_read")
 # Columns the schema gained later, with their types: a history written before them
 # gets them (NULL in its old rows) when it is next opened.
 ADDED_COLUMNS = {"fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"), ("estimated_stages", "REAL"),
-                               ("estimated_fixed_seconds", "REAL"), ("fallback", "TEXT"))}
+                               ("estimated_fixed_seconds", "REAL"), ("fallback", "TEXT"), ("pruned_bytes_read", "INTEGER"),
+                               ("pruned_bytes", "INTEGER"), ("pruned_buckets_read", "INTEGER"), ("pruned_buckets", "INTEGER"),
+                               ("estimated_buckets_read", "REAL"))}
 
 
 def _add_missing_columns(connection: sqlite3.Connection) -> None:
@@ -137,7 +147,9 @@ def fragment_rows(manifest: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     return [(manifest["cycle"], manifest["index"], f["id"], f["method"], f["form"], f["output"], int(f["streaming"]),
              f["estimated_rows"], f["estimated_seconds"], f["rows_in"], f["rows_out"], f["wall_seconds"],
              f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"], f.get("jobs"), f.get("stages"),
-             f.get("estimated_stages"), f.get("estimated_fixed_seconds"), f.get("fallback") or None)
+             f.get("estimated_stages"), f.get("estimated_fixed_seconds"), f.get("fallback") or None,
+             f.get("pruned_bytes_read"), f.get("pruned_bytes"), f.get("pruned_buckets_read"), f.get("pruned_buckets"),
+             f.get("estimated_buckets_read"))
             for f in manifest["fragments"]]
 
 

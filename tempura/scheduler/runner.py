@@ -44,9 +44,10 @@ from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, 
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
 from tempura.runtime.ingest import (OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_rows,
-                                    landed_schema, null_arrival_rows, read_source)
+                                    landed_schema, null_arrival_rows, read_landed, read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.keys import violations
+from tempura.runtime.layout import PrunedRead, Pruning, probe_buckets, select_buckets, write_laid_out
 from tempura.runtime.lock import JobLock
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.storage import Location, as_location
@@ -58,6 +59,7 @@ from tempura.scheduler.reoptimize import NOTICEABLE
 from tempura.scheduler.spec import Cycle, Spec, cycle_index_at
 from tempura.sql.names import quote_identifier
 from tempura.tvr.bounds import ArrivalBounds
+from tempura.tvr.layout import Layout
 from tempura.tvr.plan import MultiTimePlan
 
 if TYPE_CHECKING:
@@ -354,14 +356,15 @@ class Runner:
             if self.progress is not None:
                 self.progress(f"{label} t{index}: {what}", done, steps)
 
-        landed, changes = self._land(cycle, index, previous, tick)
+        landed, changes = self._land(cycle, index, previous, tick,
+                                      {name: by_index[index] for name, by_index in plan.layouts.items() if index in by_index})
         broken, keys = self._check_keys(cycle, index, previous)
         checks = keys + changes  # what checking the landing cost
         plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken)
         self.store.save_plan(label, index, plan.to_json())
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.points.k, self.output,
                                    allow_empty=self.spec.allow_empty, fence=self.lock.check,
-                                   history=carried_history(previous))
+                                   history=carried_history(previous), layouts=landed_layouts(previous, landed))
         run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
@@ -524,6 +527,8 @@ class Runner:
         for name, land in landed.items():
             measured[name].append([land.rows, land.deletions])
         work = run.work() + checks
+        layouts = {name: {str(i): layout.to_json() for i, layout in sorted(by_index.items())}
+                   for name, by_index in landed_layouts(previous, landed).items()}
         delivery = None
         if run.delivered is not None:
             files = self.files.data_files(run.delivered)
@@ -538,6 +543,7 @@ class Runner:
             "committed_at": dt.datetime.now().isoformat(timespec="seconds"),
             "states": [s.to_json() for s in states.values()],
             "landed": {name: land.to_json() for name, land in landed.items()},
+            **({"layouts": layouts} if layouts else {}),
             "measured": measured,
             "seen_files": seen,
             "broken_keys": broken,
@@ -718,7 +724,7 @@ class Runner:
 
         def read(source: str, intervals: Sequence[int]) -> DataFrame:
             folders = [uri(self.store.landing_interval(cycle.label, source, i)) for i in intervals]
-            return self.spark.read.schema(self._schemas[source]).parquet(*folders)
+            return read_landed(self.spark, self._schemas[source], folders)
 
         with self.meter.measure("check keys") as cost:
             broken.update(violations(rules, read, index, self.spec.key_reach(cycle)))
@@ -746,9 +752,30 @@ class Runner:
             return None
         return StructType([f for f in StructType.fromJson(json.loads(recorded)).fields if f.name not in (TP, OP)])
 
+    def _deleted_keys(self, label: str, name: str, schema: StructType, rows: DataFrame, previous: dict[str, Any] | None,
+                      index: int) -> DataFrame | None:
+        """The rows landed before interval ``index`` that its deletions (in ``rows``) may remove,
+        when earlier intervals landed laid out: the buckets the deletions' keys fall in (a
+        pruned read, as a fragment's); ``None`` when none did."""
+        from pyspark.sql import functions as F
+
+        laid = landed_layouts(previous, {}).get(name, {})
+        if not laid:
+            return None
+        column = max(laid.values(), key=lambda layout: list(laid.values()).count(layout)).column
+        deleted = rows.where(F.col(OP) == "D")
+        found = probe_buckets(deleted, column, [x for x in laid.values() if x.column == column])
+        prune = Pruning(column, schema[column].dataType, found, PrunedRead(name, column))
+        folders, history = self.store.interval_folders(label, name, 1, index - 1, carried_history(previous))
+        start = index - len(folders)
+        chosen = select_buckets(folders, self.store.interval_files(label, name, start, index - 1),
+                                [prune.usable(laid.get(i)) for i in range(start, index)], found, prune.read)
+        return landed_rows(self.spark, schema, chosen, history).where(prune.where)
+
     def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None,
-              tick: Callable[[str], None]) -> tuple[dict[str, Landed], WorkMetrics]:
-        """Land every source's interval ``index``; and what checking the change feeds cost."""
+              tick: Callable[[str], None], layouts: Mapping[str, Layout] | None = None) -> tuple[dict[str, Landed], WorkMetrics]:
+        """Land every source's interval ``index`` (hash-bucketed where ``layouts`` says); and what
+        checking the change feeds cost."""
         from pyspark.sql import functions as F
 
         out = {}
@@ -764,7 +791,7 @@ class Runner:
             schema = landed_schema(feed, raw.schema)
             self._schemas[name] = schema
             landed_before = None
-            if (feed.window is not None or feed.op_column is not None) and index > 1:
+            if feed.window is not None and index > 1:
                 folders, history = self.store.interval_folders(label, name, 1, index - 1, carried_history(previous))
                 landed_before = landed_rows(self.spark, schema, folders, history)
             new_paths = {f[0] for f in new}
@@ -774,11 +801,23 @@ class Runner:
             if feed.op_column is not None:  # every op value known, no deletion of a row not there
                 with self.meter.measure(f"check changes of {name}") as checked:
                     check_ops(feed, rows)
-                    rows, absent = settle_deletions(feed, rows, landed_before, index)
+                    earlier = landed_before
+                    if feed.window is None and index > 1:  # the deletions probe the rows landed before
+                        earlier = self._deleted_keys(label, name, schema, rows, previous, index)
+                        if earlier is None:
+                            folders, history = self.store.interval_folders(label, name, 1, index - 1,
+                                                                           carried_history(previous))
+                            earlier = landed_rows(self.spark, schema, folders, history)
+                    rows, absent = settle_deletions(feed, rows, earlier, index)
                 changes = changes + checked
             pending = self.store.pending(label) / "landing" / name
+            layout = (layouts or {}).get(name)
             with self.meter.measure(f"land {name}") as written:
-                write_frame(rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields]), pending)
+                columns = rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields])
+                if layout is not None:
+                    write_laid_out(columns, layout, pending)
+                else:
+                    write_frame(columns, pending)
             check_visible(self.files, pending, written.rows_written)  # the first write of a run: a workdir not shared
             reached("landing", index)
             self.lock.check()  # a run that lost its lock puts nothing in place
@@ -789,7 +828,7 @@ class Runner:
             if feed.deletes:
                 deletions = self.spark.read.schema(schema).parquet(uri(final)).where(F.col(OP) == "D").count()
             land = Landed(name, index, total, deletions, new_files=new, path=uri(final), absent_deletions=absent,
-                          check_cpu_seconds=checked.cpu_seconds)
+                          check_cpu_seconds=checked.cpu_seconds, layout=layout)
             if late is not None and self.spec.model.late == "next":
                 land.late = late.count()
                 late = None
@@ -808,6 +847,17 @@ class Runner:
             out[name] = land
             tick(f"landed {name}: {total} rows")
         return out, changes
+
+
+def landed_layouts(previous: Mapping[str, Any] | None, landed: Mapping[str, Landed]) -> dict[str, dict[int, Layout]]:
+    """Per source, the layout of each interval landed laid out so far in the cycle: as the
+    committed manifests recorded them, and ``landed`` now."""
+    out = {name: {int(i): Layout.from_json(entry) for i, entry in by_index.items()}
+           for name, by_index in (previous or {}).get("layouts", {}).items()}
+    for name, land in landed.items():
+        if land.layout is not None:
+            out.setdefault(name, {})[land.index] = land.layout
+    return out
 
 
 def carried_history(manifest: Mapping[str, Any] | None) -> dict[str, list[str]] | None:

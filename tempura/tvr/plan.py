@@ -20,6 +20,7 @@ from typing import Any
 from tempura.algebra import LogicalPlan, Query, format_plan
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import CostVector, Objective
+from tempura.tvr.layout import Layout, Probe
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.time import TimePoints
 
@@ -47,6 +48,7 @@ class Fragment:
     keeps: str | None = None  # the id of the state it writes
     fallback: str = ""  # under a forced method it does not run: why it runs ``method`` instead
     computes: str = ""  # ``form`` as a user reads it: "changes up to t2 of Aggregate over sales, returns"
+    probes: tuple[Probe, ...] = ()  # reads whose rows matter only at the keys of a join's other side
 
     @property
     def output(self) -> str:
@@ -75,6 +77,8 @@ class Fragment:
             "plan": format_plan(self.plan),
             "sql": self.sql(),
             **({"fallback": self.fallback} if self.fallback else {}),
+            **({"probes": [{"read": p.view, "column": p.column, "by": p.key, "estimated_distinct": p.distinct}
+                           for p in self.probes]} if self.probes else {}),
         }
 
 
@@ -134,6 +138,7 @@ class MultiTimePlan:
     floor: int = 1  # the first time point it plans (earlier ones were run by an earlier plan)
     inputs: list[str] = field(default_factory=list)  # states saved before ``floor`` that it reads
     constants: CostConstants = field(default_factory=CostConstants)  # what its costs were estimated with
+    layouts: dict[str, dict[int, Layout]] = field(default_factory=dict)  # source -> interval -> how it lands bucketed
 
     def peak_state_bytes(self) -> float:
         """The most estimated bytes of kept states alive at one time point (a state lives from
@@ -187,5 +192,7 @@ class MultiTimePlan:
             "inputs": list(self.inputs),
             "cost_constants": dataclasses.asdict(self.constants),
             "notes": list(self.notes),
+            "layouts": {name: {str(i): layout.to_json() for i, layout in sorted(by_index.items())}
+                        for name, by_index in sorted(self.layouts.items())},
             "search": dict(self.search),
         }

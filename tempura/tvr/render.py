@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Mapping
 
 from tempura.cost.model import format_bytes, format_time
+from tempura.tvr.layout import pruned, touched
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
 
 
@@ -47,15 +48,41 @@ def plan_text(plan: MultiTimePlan, physical: bool = True, sql: bool = False, ver
                 f"cost={format_time(f.cost.times[t - 1])} stages={f.cost.stages:.0f}"
             )
             lines.append(f"    reads: {'; '.join(inputs) if inputs else 'nothing'}")
+            lines.extend(f"    {line}" for line in probes_text(plan, f))
             if physical:
                 lines.extend("    " + line for line in f.physical.splitlines())
             if sql:
                 lines.extend("    " + line for line in f.sql().splitlines())
     lines.extend(states_text(plan, verbose))
+    for name, by_index in sorted(plan.layouts.items()):
+        for layout in sorted(set(by_index.values()), key=lambda x: (x.column, x.buckets)):
+            intervals = ", ".join(str(i) for i, x in sorted(by_index.items()) if x == layout)
+            lines.append(f"layout: {name} lands interval{'s' if ',' in intervals else ''} {intervals} {layout.describe()}")
     if plan.notes:
         lines.append("notes:")
         lines.extend(f"  {n}" for n in plan.notes)
     return "\n".join(lines)
+
+
+def probes_text(plan: MultiTimePlan, fragment: Fragment) -> list[str]:
+    """A fragment's pruned reads: the read, its key, the keys it is probed by, and the share of
+    its laid-out intervals' buckets they are expected to touch."""
+    views = {s.view: s for s in fragment.sources}
+    out = []
+    for probe in pruned(fragment.probes, fragment.plan).values():
+        read = views.get(probe.view)
+        if read is None:
+            continue
+        laid = {i: layout for i, layout in plan.layouts.get(read.scan.table, {}).items()
+                if read.start < i <= read.end and layout.column == probe.column}
+        if not laid:
+            continue
+        hit = sum(touched(layout.buckets, probe.distinct) for layout in laid.values())
+        total = sum(layout.buckets for layout in laid.values())
+        out.append(f"pruned read: {read.describe()} by {probe.column} (the keys of {probe.key}, ≈{probe.distinct:.4g}): "
+                   f"≈{hit:.3g} of the {total} buckets of interval{'s' if len(laid) > 1 else ''} "
+                   f"{', '.join(map(str, sorted(laid)))}")
+    return out
 
 
 def states_text(plan: MultiTimePlan, verbose: bool = False) -> list[str]:

@@ -1,0 +1,145 @@
+"""Keyed layouts on Spark: landing an interval hash-bucketed, and reading only some buckets.
+
+A laid-out folder holds one sub-folder per non-empty bucket, ``tempura_bucket=<b>/`` (Spark's
+``partitionBy``), its rows those whose key hashes to ``b`` (:class:`~tempura.tvr.layout.Layout`:
+``pmod(xxhash64(key), N)``, an integer key as ``BIGINT``). A read of the whole folder lists the
+bucket folders' files like any other; a **pruned read** passes Spark only the folders of the
+buckets a probe's keys fall in (:func:`probe_buckets`, one small job over the probing side), as
+leaf folders, so no partition column appears. What it selected against the whole is counted
+from the files' sizes (:class:`PrunedRead`), not from Spark's input metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from tempura.errors import ExecutionError
+from tempura.runtime.executor import spark_error_message, spark_errors
+from tempura.runtime.files import uri
+from tempura.runtime.storage import Location
+from tempura.sql.names import quote_identifier
+from tempura.tvr.layout import BUCKET, Layout
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType
+
+INTEGRAL = ("byte", "short", "integer", "long")
+
+
+def key_class(dtype: DataType) -> str:
+    """What a key hashes as: integers as one class (hashed as ``BIGINT``), every other type as
+    itself. A probe prunes only a read whose key is of its own class."""
+    name = dtype.typeName()
+    return "integer" if name in INTEGRAL else dtype.simpleString()
+
+
+def bucket_of(column: Column, dtype: DataType, buckets: int) -> Column:
+    """The bucket of each value of ``column`` (of type ``dtype``) among ``buckets``."""
+    from pyspark.sql import functions as F
+
+    key = column.cast("bigint") if key_class(dtype) == "integer" else column
+    return F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int")
+
+
+def write_laid_out(frame: DataFrame, layout: Layout, target: Location | str) -> None:
+    """Write ``frame`` (replacing ``target``) as parquet, one folder per bucket of ``layout``,
+    each bucket's rows in one file."""
+    from pyspark.sql import functions as F
+
+    dtype = frame.schema[layout.column].dataType
+    bucketed = frame.withColumn(BUCKET, bucket_of(F.col(quote_identifier(layout.column)), dtype, layout.buckets))
+    try:
+        bucketed.repartition(F.col(BUCKET)).write.mode("overwrite").partitionBy(BUCKET).parquet(uri(target))
+    except spark_errors() as error:
+        raise ExecutionError(f"writing {target} failed: {spark_error_message(error)}") from None
+
+
+def bucket_folder(folder: str, bucket: int) -> str:
+    return f"{folder.rstrip('/')}/{BUCKET}={bucket}"
+
+
+def probe_buckets(keys: DataFrame, column: str, layouts: Iterable[Layout]) -> dict[int, set[int]]:
+    """Per bucket count of ``layouts``, the buckets the values of ``keys``' ``column`` fall in
+    (one job)."""
+    from pyspark.sql import functions as F
+
+    counts = sorted({layout.buckets for layout in layouts})
+    dtype = keys.schema[column].dataType
+    col = F.col(quote_identifier(column))
+    rows = keys.select(*[bucket_of(col, dtype, n).alias(f"b{n}") for n in counts]).distinct().collect()
+    return {n: {int(row[f"b{n}"]) for row in rows} for n in counts}
+
+
+@dataclass
+class PrunedRead:
+    """What a pruned read selected of a source's landed folders: buckets and bytes."""
+
+    read: str
+    column: str
+    buckets_read: int = 0
+    buckets: int = 0
+    bytes_read: int = 0
+    bytes: int = 0  # of the whole read: every folder it would read unpruned
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Pruning:
+    """A pruned read: its key ``column`` (of type ``dtype``), the buckets its probe's keys fall
+    in per bucket count (``touched``), and what it selected (``read``). Its rows are those whose
+    key falls in a touched bucket under every bucket count in use (:attr:`where`), in every
+    interval, laid out or not, so that an insertion and its deletion are kept or left together."""
+
+    column: str
+    dtype: DataType
+    touched: dict[int, set[int]]
+    read: PrunedRead
+
+    def usable(self, layout: Layout | None) -> Layout | None:
+        """``layout`` if the read can take only some of its buckets."""
+        return layout if layout is not None and layout.column == self.column else None
+
+    @property
+    def where(self) -> Column:
+        from pyspark.sql import functions as F
+
+        key = F.col(quote_identifier(self.column))
+        out = None
+        for n, hit in sorted(self.touched.items()):
+            term = bucket_of(key, self.dtype, n).isin(sorted(hit)) if hit else F.lit(False)
+            out = term if out is None else out & term
+        return out if out is not None else F.lit(True)
+
+
+def select_buckets(folders: Sequence[str], listings: Sequence[Mapping[str, int]], layouts: Sequence[Layout | None],
+                   touched: dict[int, set[int]], read: PrunedRead) -> list[str]:
+    """The folders to read of ``folders`` (each listed by its entry of ``listings``: files by
+    path relative to it, with sizes; laid out by its entry of ``layouts``, or not): a laid-out
+    one's touched bucket folders, any other whole; ``read`` counts what they hold."""
+    out = []
+    for folder, listed, layout in zip(folders, listings, layouts):
+        size = sum(listed.values())
+        read.bytes += size
+        if layout is None:
+            out.append(folder)
+            read.bytes_read += size
+            continue
+        hit = touched.get(layout.buckets, set())
+        read.buckets += layout.buckets
+        per_bucket: dict[str, int] = {}
+        for name, length in listed.items():
+            top = name.split("/", 1)[0]
+            per_bucket[top] = per_bucket.get(top, 0) + length
+        for b in sorted(hit):
+            if f"{BUCKET}={b}" in per_bucket:
+                out.append(bucket_folder(folder, b))
+                read.bytes_read += per_bucket[f"{BUCKET}={b}"]
+                read.buckets_read += 1
+    return out
+
+
+__all__ = ["PrunedRead", "Pruning", "bucket_folder", "bucket_of", "key_class", "probe_buckets", "select_buckets", "write_laid_out"]

@@ -1,0 +1,188 @@
+"""Keyed layouts of landings: finding the reads a delta probes, choosing how a source lands, and
+reading only the buckets a probe's keys fall in — on Spark, every method delivering what
+``spark.sql`` gives at every time point, and the run history recording what a pruned read read.
+
+The scenario is ``price_watch``: a catalog of offers kept from before the day (``history:
+keep``), then a few products' offers changing each interval; MIN and MAX over deletions make
+the maintained plan recompute the changed products from the offers' snapshot, a probe of the
+catalog by the changed products.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlglot import exp
+
+from tempura.algebra import Field, Filter, Join, JoinKind, Project, Projection, Scan, ScanColumn, Union
+from tempura.cost.model import CostConstants
+from tempura.optimizer.layouts import find_probes, interval_gain, leaves
+from tempura.runtime.layout import PrunedRead, Pruning, probe_buckets, select_buckets, write_laid_out
+from tempura.scheduler.history import history_at
+from tempura.standing import METHODS, StandingQuery
+from tempura.stats.relation import RelStats
+from tempura.tvr.layout import BUCKET, Layout, Probe, pruned, touched
+from tempura.tvr.operators import Consolidate
+
+from scenarios import prepared_scenario
+
+INT = exp.DataType.build("int")
+
+
+def scan(table: str, *names: str) -> Scan:
+    return Scan(table, tuple(ScanColumn(n, Field(n, INT, True)) for n in names), table)
+
+
+def col(name: str) -> exp.Column:
+    return exp.column(name)
+
+
+def eq(a: str, b: str) -> exp.Expr:
+    return exp.EQ(this=col(a), expression=col(b))
+
+
+def test_touched_buckets_follow_the_formula() -> None:
+    """The expected buckets ``N·(1-(1-1/N)^d)`` against keys hashed at random: within a few
+    buckets at every density, and every bucket once the keys far outnumber them."""
+    rng = random.Random(3)
+    for n, d in ((64, 10), (64, 64), (256, 100), (1024, 300), (16, 1000)):
+        runs = [len({rng.randrange(n) for _ in range(d)}) for _ in range(200)]
+        mean = sum(runs) / len(runs)
+        assert abs(mean - touched(n, d)) < 0.02 * n + 1, (n, d, mean, touched(n, d))
+    assert touched(16, 1000) == pytest.approx(16.0)
+    assert touched(1, 5) == 1.0
+
+
+def test_leaves_follow_the_key_through_operators_that_a_filter_passes() -> None:
+    old, delta = scan("s_old", "k", "v"), scan("s_delta", "k", "v")
+    merged = Consolidate(Union(old, delta, True, tuple(old.schema.fields)))
+    renamed = Project(Filter(merged, exp.GT(this=col("v"), expression=exp.Literal.number(0))),
+                      (Projection(Field("key", INT, True), col("k")), Projection(Field("w", INT, True), col("v"))))
+    assert [(s.table, c) for s, c in leaves(renamed, "key")] == [("s_old", "k"), ("s_delta", "k")]
+    assert leaves(renamed, "w") == [(old, "v"), (delta, "v")]
+    computed = Project(merged, (Projection(Field("key", INT, True), exp.Add(this=col("k"), expression=col("v"))),))
+    assert leaves(computed, "key") == []  # a computed key is not the read's column
+
+
+def test_probes_take_the_side_whose_unmatched_rows_drop_out() -> None:
+    big, small = scan("big", "k", "v"), scan("small", "j")
+    sizes = {id(big): RelStats(1e6, 8, {}), id(small): RelStats(10, 4, {})}
+
+    def stats(node: Any) -> RelStats | None:
+        return sizes.get(id(node))
+
+    for kind, probed in ((JoinKind.SEMI, True), (JoinKind.INNER, True), (JoinKind.RIGHT, True),
+                         (JoinKind.LEFT, False), (JoinKind.ANTI, False), (JoinKind.FULL, False)):
+        join = Join(kind, big, small, eq("k", "j"))
+        sizes[id(join)] = RelStats(10, 8, {})
+        found = find_probes(join, stats, 2)
+        assert bool(found) == probed, kind
+        if found:
+            assert (found[0].view, found[0].column, found[0].key, found[0].on) == ("big", "k", "j", small)
+    # a semi join's inner side is probed by its outer one, and never the smaller by the bigger
+    assert [p.view for p in find_probes(Join(JoinKind.SEMI, small, big, eq("j", "k")), stats, 2)] == ["big"]
+
+
+def test_a_read_scanned_outside_its_probe_is_not_pruned() -> None:
+    big, small = scan("big", "k", "v"), scan("small", "j")
+    join = Join(JoinKind.SEMI, big, small, eq("k", "j"))
+    probe = Probe("big", "k", small, "j", 10, 1e6, 8e6, 2)
+    assert set(pruned([probe], join)) == {"big"}
+    again = Union(join, scan("big", "k", "v"), True, tuple(big.schema.fields))
+    assert pruned([probe], again) == {}
+
+
+def test_an_interval_is_laid_out_only_where_its_probes_save_more_than_its_landing_costs() -> None:
+    k = CostConstants()
+    weights = (0.001, 1.0)
+    few = Probe("r", "k", scan("d", "j"), "j", 20, 1e6, 20e6, 2, 5e10)
+    many = Probe("r", "k", scan("d", "j"), "j", 50_000, 1e6, 20e6, 2, 5e10)
+    assert interval_gain([few], 1, 20e6, 20, 256, weights, k) > 0
+    assert interval_gain([many], 1, 20e6, 20, 256, weights, k) < 0  # every bucket is touched
+    assert interval_gain([few], 2, 20e6, 20, 256, weights, k) < 0  # landed at the deadline itself
+    assert interval_gain([few], 1, 2e3, 20, 256, weights, k) < 0  # too small to split
+
+
+def test_a_pruned_read_keeps_a_key_in_every_interval_or_in_none(fast_spark: Any, tmp_path: Path) -> None:
+    """Two intervals laid out with different bucket counts and one as it landed: the pruned read
+    takes the touched buckets' folders, filters every interval by the buckets of every count,
+    and so keeps all rows of the probe's keys and, of any other key, all of its rows or none."""
+    from pyspark.sql import functions as F
+
+    spark = fast_spark
+    rows = spark.range(3000).selectExpr("CAST(id % 500 AS INT) AS k", "id AS v")
+    folders = []
+    for i, layout in enumerate((Layout("k", 64), Layout("k", 16), None)):
+        part = rows.where(f"v % 3 = {i}")
+        target = tmp_path / f"i={i + 1}"
+        if layout is None:
+            part.write.parquet(str(target))
+        else:
+            write_laid_out(part, layout, target)
+        folders.append(target)
+    assert sorted(p.name for p in folders[0].iterdir() if p.name.startswith(BUCKET))[:1] == [f"{BUCKET}=0"]
+    keys = spark.createDataFrame([(7,), (42,), (499,)], "j INT")  # an INT probe of BIGINT-hashed keys
+    layouts = [Layout("k", 64), Layout("k", 16), None]
+    found = probe_buckets(keys, "j", [x for x in layouts if x is not None])
+    prune = Pruning("k", rows.schema["k"].dataType, found, PrunedRead("r", "k"))
+    listings = [{str(f.relative_to(folder)): f.stat().st_size for f in folder.rglob("*.parquet")} for folder in folders]
+    chosen = select_buckets([str(f) for f in folders], listings, [prune.usable(x) for x in layouts], found, prune.read)
+    read = spark.read.option("recursiveFileLookup", "true").parquet(*chosen).where(prune.where)
+    got = {(r.k, r.v) for r in read.collect()}
+    kept = {k for k, _ in got}
+    assert {7, 42, 499} <= kept
+    whole = {(r.k, r.v) for r in rows.where(F.col("k").isin(sorted(kept))).collect()}
+    assert got == whole  # each kept key with all its rows, from every interval
+    assert len(kept) < 500 and prune.read.buckets_read < prune.read.buckets == 80
+    assert 0 < prune.read.bytes_read < prune.read.bytes
+
+
+@pytest.fixture(scope="module")
+def price_watch(fast_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``price_watch`` at a scale where the plan lays the catalog out (5,000 products)."""
+    return prepared_scenario(fast_spark, "price_watch", tmp_path_factory.mktemp("pw"), 0.05)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_delivers_the_reference_over_laid_out_landings(fast_spark: Any, price_watch: Path,
+                                                                   tmp_path: Path, method: str) -> None:
+    query = StandingQuery(price_watch, tmp_path / "work", spark=fast_spark)
+    run = query.simulate(method, check=True)
+    assert all(p.correct for p in run.points), [p.detail for p in run.points]
+    plan = run.results[0].plan
+    assert plan is not None
+    if method in ("auto", "ivm"):
+        # the catalog, landed at t1, is bucketed by product; the maintained plan probes it
+        assert plan.layouts and set(plan.layouts["offers"]) == {1}
+        first = run.results[0].manifest
+        assert first["landed"]["offers"]["layout"]["column"] == "product_id"
+        assert first["layouts"]["offers"]["1"] == first["landed"]["offers"]["layout"]
+        job = tmp_path / "work" / "jobs" / "price_watch" / f"simulate-{method}"
+        rows = [f for f in history_at(job / "history.sqlite", read_only=True).fragments() if f["pruned_bytes"]]
+        assert rows, "no pruned read recorded"
+        for f in rows:
+            assert 0 < f["pruned_bytes_read"] < f["pruned_bytes"] / 4
+            assert 0 < f["pruned_buckets_read"] <= f["estimated_buckets_read"] * 2 + 4
+            assert f["pruned_buckets"] % first["landed"]["offers"]["layout"]["buckets"] == 0  # one read or more of it
+
+
+def test_a_deletion_of_an_absent_row_is_refused_through_a_pruned_check(fast_spark: Any, price_watch: Path,
+                                                                       tmp_path: Path) -> None:
+    """The landing's check that each deletion removes a row that is there reads only the
+    catalog's buckets the deletions fall in; a deletion of an offer never posted still stops
+    the time point, naming the file."""
+    job = tmp_path / "pw"
+    shutil.copytree(price_watch.parent, job)
+    bogus = fast_spark.sql("SELECT CAST(999999999 AS BIGINT) AS offer_id, 17 AS product_id, CAST(5 AS BIGINT) AS price, "
+                           "TIMESTAMP '2026-11-22 13:00:00' AS changed_at, 'D' AS _op")
+    bogus.coalesce(1).write.mode("overwrite").parquet(str(job / "data" / "bogus"))
+    for f in (job / "data" / "bogus").glob("*.parquet"):
+        f.rename(job / "data" / "offers" / "zz-bogus.parquet")
+    query = StandingQuery(job / "spec.yaml", tmp_path / "work", spark=fast_spark)
+    with pytest.raises(Exception, match="deletes a row that is not there") as raised:
+        query.simulate("ivm")
+    assert "zz-bogus.parquet" in str(raised.value)
