@@ -302,6 +302,11 @@ def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], con
                           ("targets met" if verdict["objective_target_met"] and verdict["last_point_target_met"] else "targets missed")
                           + ("; same plan as " + ", ".join(same) if same else "")
                           + ("; same last point as " + ", ".join(same_last) if same_last else ""))
+            if "last_point_bytes" in verdict:
+                b = verdict["last_point_bytes"]
+                table.add_row(name, "auto bytes", f"last point read {b['read'] / 1e6:.2f} MB, delta + touched "
+                              f"{b['delta_and_touched'] / 1e6:.2f} MB", f"{b['ratio'] or 0:.2f}",
+                              "met" if verdict.get("bytes_target_met") else "missed")
     Console().print(table)
     click.echo("wrote " + ", ".join(report["files"]))
 
@@ -370,6 +375,34 @@ def bench_cluster(scenario: str, scale: float, repeat: int, method: str, out: st
     Console().print(table)
     click.echo("wrote " + ", ".join(report["files"]))
     sys.exit(0 if all(row["correct"] for row in report["summary"].values()) else 1)
+
+
+@bench.command("floor")
+@click.option("--scenario", "name", default="sales_returns_seed", show_default=True, help="The scenario.")
+@click.option("--scale", default=1.0, show_default=True, type=float, help="Its data scale.")
+@click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=1), help="Runs of each (medians).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench/floor", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_floor(name: str, scale: float, repeat: int, out: str, workdir: str) -> None:
+    """How low a scenario's last time point can go: its query over the last interval's rows alone
+    (what any plan must read then) against the query over the whole snapshot, alternating."""
+    from rich.console import Console
+
+    from benchmarks import floor
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    if name not in scenario_names():
+        raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(scenario_names())})", param_hint="--scenario")
+    console = Console(stderr=True)
+    report = floor.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat, lambda m: console.log(m))
+    m = report["medians"]
+    click.echo(f"{name} at scale {scale:g}, medians of {repeat}: snapshot at t{report['time_points']} "
+               f"{m['snapshot']['cpu']:.3f} s CPU, {m['snapshot']['rows']:,.0f} rows read; its last interval alone "
+               f"{m['floor']['cpu']:.3f} s CPU, {m['floor']['rows']:,.0f} rows; floor / snapshot: CPU "
+               f"{report['floor_over_snapshot_cpu']:.2f}, rows {report['floor_over_snapshot_rows']:.2f}")
+    click.echo("wrote " + ", ".join(report["files"]))
 
 
 @bench.command("endless")

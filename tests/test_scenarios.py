@@ -237,6 +237,9 @@ def test_the_incremental_benchmark_warms_up_alternates_and_compares_plans(spark:
     assert found["batch"].median("cpu")[-1] > 0
     verdict = verdicts(found, spec.weights())
     assert verdict["comparable"] and verdict["best_other"] == "batch"
+    batch = found["batch"].attempts[0]  # recompute selects every interval landed so far: more at each point
+    assert len(batch.read_bytes) == k and batch.read_bytes == sorted(batch.read_bytes)
+    assert batch.read_bytes[-1] > batch.bound_bytes[-1] > 0 and "last_point_bytes" in verdict
     if found["auto"].uses == "batch":
         assert verdict["same_plan_as"] == ["batch"] and verdict["same_last_point_as"] == ["batch"]
     else:

@@ -51,3 +51,21 @@ def test_every_method_delivers_the_reference_at_both_time_points(method: str, fa
     run = simulate(fast_spark, load_spec(spec_path), method, tmp_path)
     assert [p.index for p in run.points] == [1, 2] and all(p.delivered for p in run.points)
     assert run.correct, [(p.index, p.detail) for p in run.points if not p.correct]
+
+
+def test_the_floor_benchmark_runs_the_query_over_the_last_interval_alone(fast_spark: Any, tmp_path: Path) -> None:
+    """``tempura bench floor``: the query over the rows landed at the last time point alone reads
+    those rows only — the afternoon's sales and returns, 3/7 and 2/3 of them — and the query over
+    the snapshot every row; each is measured."""
+    from benchmarks import floor
+
+    logged: list[str] = []
+    report = floor.run(fast_spark, tmp_path / "out", tmp_path / "work", "sales_returns_seed", SCALE, 1, logged.append)
+    medians = report["medians"]
+    assert len(logged) == 2 and (tmp_path / "out" / "floor-sales_returns_seed.json").exists()
+    snapshot, last = medians["snapshot"]["rows"], medians["floor"]["rows"]
+    sales, returns = 5000, fast_spark.read.parquet(str(tmp_path / "work" / "scenarios" / "sales_returns_seed" / "data"
+                                                        / "returns")).count()
+    assert snapshot == sales + returns
+    assert 0.35 < last / snapshot < 0.55  # 3/7 of the sales, 2/3 of a tenth as many returns
+    assert medians["snapshot"]["cpu"] > 0 and medians["floor"]["cpu"] > 0

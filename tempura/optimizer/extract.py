@@ -21,7 +21,7 @@ from tempura.memo import GroupRef, Memo
 from tempura.memo.properties import Props
 from tempura.optimizer.choosers import Pick
 from tempura.optimizer.keys import state_keys
-from tempura.optimizer.layouts import find_probes
+from tempura.optimizer.layouts import find_merges, find_probes
 from tempura.optimizer.plans import JoinHint, fill_template, in_order
 from tempura.rules.tvr import RULES, Expansion
 from tempura.stats.relation import RelStats
@@ -149,6 +149,7 @@ class Extractor:
         plan = self._build(handle, building, hints, lines, 0)
         probes = tuple(find_probes(plan, lambda node: building.stats.get(id(node)), time,
                                    lambda node: building.reads.get(id(node), 0.0)))
+        merges = tuple(find_merges(plan, lambda node: building.stats.get(id(node)), building.states))
         plan = in_order(plan, list(self.memo.group(group).schema.names))
         method = max(building.methods or {"batch"}, key=METHOD_ORDER.index)
         self._built[building.id] = building
@@ -166,6 +167,7 @@ class Extractor:
             cost=building.cost,
             physical="\n".join(lines),
             probes=probes,
+            merges=merges,
         )
         self.fragments[key] = fragment
         return fragment
@@ -198,7 +200,7 @@ class Extractor:
             into.states.add(state_id)
             into.cost = into.cost + CostVector.at(into.time, self.load(stats), self.objective)  # type: ignore[arg-type]
             lines.append(f"{'  ' * depth}LoadState {state_id} (committed at t{pick.kept_at}) rows={stats.rows:.4g}")
-            return StateRead(state_id, tuple(self.memo.group(pick.group).schema.fields)).lower([])
+            return self._state_read(state_id, pick.group, into, stats)
         if pick.alternative is None:
             producer = self._producer(pick.group, pick.kept_at)
             state = self._keep(producer, pick.group)
@@ -207,7 +209,7 @@ class Extractor:
             into.states.add(state.id)
             into.cost = into.cost + CostVector.at(into.time, self.load(stats), self.objective)  # type: ignore[arg-type]
             lines.append(f"{'  ' * depth}LoadState {state.id} (saved by {producer.id} at t{producer.time}) rows={stats.rows:.4g}")
-            return StateRead(state.id, tuple(self.memo.group(pick.group).schema.fields)).lower([])
+            return self._state_read(state.id, pick.group, into, stats)
         alt = pick.alternative
         own = alt.own
         assert isinstance(own, CostVector)
@@ -230,6 +232,11 @@ class Extractor:
             strategy, side = alt.hint.split(":")
             hints[plan] = (strategy, side)
         return plan
+
+    def _state_read(self, state_id: str, group: int, into: _Building, stats: RelStats) -> LogicalPlan:
+        lowered = StateRead(state_id, tuple(self.memo.group(group).schema.fields)).lower([])
+        into.reads[id(lowered)] = CostVector.at(into.time, self.load(stats), self.objective).times[into.time - 1]  # type: ignore[arg-type]
+        return lowered
 
     def explain_fallbacks(self) -> None:
         """Give each fragment that runs another method than the forced one the reason

@@ -1,4 +1,4 @@
-"""Keyed layouts of sources' landings: which reads a delta probes, and how each source lands.
+"""Keyed layouts of landings and states: which reads a delta probes, and how each is clustered.
 
 :func:`find_probes` finds, in a fragment's plan, the reads whose rows matter only where a key
 column holds one of the keys of the other side of an equi-join (:class:`~tempura.tvr.layout.Probe`):
@@ -15,6 +15,8 @@ probes of that column, the read cost of the buckets each is expected to touch
 bucket read, and the landing's upkeep (a shuffle of each interval's rows by bucket and a file
 per bucket written), each at its time point's weight. A layout is kept only when it is cheaper
 than landing as it is; each probed fragment's cost then prices the pruned read.
+:func:`choose_state_layouts` does the same for kept states: a state is written bucketed when the
+probes that read it save more than the bucketing costs at the time point it is saved at.
 """
 
 from __future__ import annotations
@@ -23,70 +25,16 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from sqlglot import exp
-
 from tempura.algebra import (Aggregate, Distinct, Filter, Join, JoinKind, LogicalPlan, PartialAggregate, Project, Scan,
                              Sort, Union, Window)
-from tempura.algebra.expressions import conjuncts
 from tempura.cost.model import Cost, CostConstants
 from tempura.cost.vector import CostVector, Objective
 from tempura.stats.relation import RelStats
-from tempura.tvr.layout import MAX_BUCKETS, MIN_BUCKET_BYTES, Layout, Probe, pruned, touched
-from tempura.tvr.operators import Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, StateRows, ToDelta
-from tempura.tvr.plan import Fragment, MultiTimePlan
-
-# What a probe reads as a user reads it: the read's view and the key column at the read
-Leaf = tuple[Scan, str]
-
-
-def _column(expression: exp.Expr) -> str | None:
-    node = expression.unnest()
-    return node.name if isinstance(node, exp.Column) else None
-
-
-def _equalities(condition: exp.Expr | None) -> list[tuple[str, str]]:
-    """The ``a = b`` and ``a <=> b`` conjuncts of a join condition between two plain columns."""
-    out = []
-    for c in conjuncts(condition):
-        if isinstance(c, (exp.EQ, exp.NullSafeEQ)):
-            left, right = _column(c.left), _column(c.right)
-            if left is not None and right is not None:
-                out.append((left, right))
-    return out
-
-
-def leaves(plan: LogicalPlan, column: str) -> list[Leaf]:
-    """The scans below ``plan`` a filter on its output column ``column`` can be pushed to, each
-    with the scanned table's column the key is there (empty where it cannot be pushed)."""
-    if isinstance(plan, Scan):
-        found = next((c for c in plan.columns if c.field.name == column), None)
-        return [(plan, found.source)] if found is not None else []
-    if isinstance(plan, (Filter, Distinct, Consolidate, ToDelta, Sort)) or plan.operator == "Repeat":
-        return leaves(plan.inputs[0], column)
-    if isinstance(plan, Project):
-        kept = next((p for p in plan.projections if p.field.name == column), None)
-        name = _column(kept.expression) if kept is not None else None
-        return leaves(plan.input, name) if name is not None else []
-    if isinstance(plan, Union):
-        names = plan.schema.names
-        if column not in names:
-            return []
-        i = list(names).index(column)
-        return leaves(plan.left, plan.left.schema.names[i]) + leaves(plan.right, plan.right.schema.names[i])
-    if isinstance(plan, (Aggregate, PartialAggregate, StateAggregate, StateRows, Finalize)):
-        return leaves(plan.inputs[0], column) if column in plan.keys else []
-    if isinstance(plan, StateMerge):
-        return leaves(plan.left, column) + leaves(plan.right, column) if column in plan.keys else []
-    if isinstance(plan, Window):
-        return leaves(plan.input, column) if column in plan.partition_keys else []
-    if isinstance(plan, Join):
-        sides = []
-        if column in plan.left.schema.names and plan.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.CROSS):
-            sides.append(plan.left)
-        if column in plan.right.schema.names and plan.kind in (JoinKind.INNER, JoinKind.RIGHT, JoinKind.CROSS):
-            sides.append(plan.right)
-        return leaves(sides[0], column) if len(sides) == 1 else []
-    return []
+from tempura.tvr.layout import (MAX_BUCKETS, MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, column_of, equalities, leaves,
+                                pruned, touched)
+from tempura.tvr.operators import (Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, StateRows,
+                                   ToDelta)
+from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
 
 
 def _probed_sides(kind: JoinKind) -> tuple[bool, bool]:
@@ -107,7 +55,7 @@ def find_probes(plan: LogicalPlan, stats: Callable[[LogicalPlan], RelStats | Non
         if isinstance(node, Join):
             left_ok, right_ok = _probed_sides(node.kind)
             ls, rs = stats(node.left), stats(node.right)
-            for a, b in _equalities(node.condition):
+            for a, b in equalities(node.condition):
                 if a in node.right.schema.names and b in node.left.schema.names:
                     a, b = b, a
                 if a not in node.left.schema.names or b not in node.right.schema.names:
@@ -130,6 +78,100 @@ def find_probes(plan: LogicalPlan, stats: Callable[[LogicalPlan], RelStats | Non
 
     visit(plan)
     return found
+
+
+def scans(plan: LogicalPlan) -> list[Scan]:
+    """Every scan below ``plan``."""
+    if isinstance(plan, Scan):
+        return [plan]
+    return [s for child in plan.inputs for s in scans(child)]
+
+
+def change_keys(plan: LogicalPlan, column: str, state: str, stats: Callable[[LogicalPlan], RelStats | None],
+                top: bool = True) -> tuple[list[Leaf], float] | None:
+    """The scans (with their key column) whose keys hold every key of ``plan``'s ``column`` whose
+    rows may differ from ``state``'s, and their estimated distinct keys; ``None`` when no scan
+    bounds them. At the top, through unions, consolidation, filters and projections, the
+    state's own rows are merged in as they are and change nothing (a group or a window partition
+    of the key is the state's own where nothing else falls in it); below a join, the state's
+    rows are no longer the merged-in ones, and a join's rows are bounded by either side's keys
+    (the side with fewer is taken)."""
+    def distinct_of(scan: Scan, leaf_column: str) -> float:
+        found = stats(scan)
+        if found is None:
+            return math.inf
+        column_stats = found.columns.get(leaf_column)
+        return min(found.rows, column_stats.ndv) if column_stats is not None and column_stats.ndv else found.rows
+
+    if isinstance(plan, Scan):
+        found = next((c for c in plan.columns if c.field.name == column), None)
+        if found is None:
+            return None
+        if plan.table == state:
+            return ([], 0.0) if top else None
+        return [(plan, found.source)], distinct_of(plan, found.source)
+    if isinstance(plan, Union):
+        names = list(plan.schema.names)
+        if column not in names:
+            return None
+        i = names.index(column)
+        parts = [change_keys(side, side.schema.names[i], state, stats, top) for side in (plan.left, plan.right)]
+        if any(p is None for p in parts):
+            return None
+        return [leaf for p in parts if p for leaf in p[0]], sum(p[1] for p in parts if p)
+    if isinstance(plan, Project):
+        kept = next((p for p in plan.projections if p.field.name == column), None)
+        name = column_of(kept.expression) if kept is not None else None
+        return change_keys(plan.input, name, state, stats, top) if name is not None else None
+    if isinstance(plan, StateMerge):  # partial states merged by key: a union of the two, grouped
+        if column not in plan.keys:
+            return None
+        merged = [change_keys(side, column, state, stats, top) for side in (plan.left, plan.right)]
+        if any(m is None for m in merged):
+            return None
+        return [leaf for m in merged if m for leaf in m[0]], sum(m[1] for m in merged if m)
+    if isinstance(plan, Join):
+        sides = []
+        left_has = column in plan.left.schema.names
+        partner = next((b if a == column else a for a, b in equalities(plan.condition) if column in (a, b)), None)
+        own, other = (plan.left, plan.right) if left_has else (plan.right, plan.left)
+        if plan.kind in (JoinKind.INNER, JoinKind.SEMI) or (plan.kind in (JoinKind.LEFT, JoinKind.ANTI) and left_has) or (
+                plan.kind == JoinKind.RIGHT and not left_has):
+            sides.append(change_keys(own, column, state, stats, False))
+        if plan.kind in (JoinKind.INNER, JoinKind.SEMI) and partner is not None and partner in other.schema.names:
+            sides.append(change_keys(other, partner, state, stats, False))
+        bounded = [s for s in sides if s is not None]
+        return min(bounded, key=lambda s: s[1]) if bounded else None
+    if plan.operator == "Repeat" or isinstance(plan, (Filter, Consolidate, ToDelta, Sort, Distinct)):
+        return change_keys(plan.inputs[0], column, state, stats, top)
+    if isinstance(plan, (Aggregate, PartialAggregate, StateAggregate, StateRows, Finalize)) and column in plan.keys:
+        return change_keys(plan.inputs[0], column, state, stats, top)
+    if isinstance(plan, Window) and column in plan.partition_keys:
+        return change_keys(plan.input, column, state, stats, top)
+    return None
+
+
+def find_merges(plan: LogicalPlan, stats: Callable[[LogicalPlan], RelStats | None], states: Iterable[str]) -> list[Merge]:
+    """The ways ``plan`` merges one of the kept ``states`` it reads with its other reads keyed
+    by one of its output columns (:class:`~tempura.tvr.layout.Merge`): every scan of the plan is
+    reached from the column, one state's scans by the column itself, and some scans bound the
+    keys that may change (:func:`change_keys`)."""
+    every = scans(plan)
+    kept = set(states)
+    out = []
+    for column in plan.schema.names:
+        reached = leaves(plan, column)
+        if len(reached) != len(every) or {id(s) for s, _ in reached} != {id(s) for s in every}:
+            continue
+        mine = {s.table for s, c in reached if s.table in kept}
+        if len(mine) != 1 or any(c != column for s, c in reached if s.table in mine):
+            continue
+        state = mine.pop()
+        changing = change_keys(plan, column, state, stats)
+        if changing is None or not math.isfinite(changing[1]):
+            continue
+        out.append(Merge(state, column, changing[1], tuple((scan.table, c) for scan, c in changing[0])))
+    return out
 
 
 def _reads(plan: LogicalPlan, table: str) -> bool:
@@ -225,4 +267,140 @@ def price(fragment: Fragment, choices: Iterable[Choice], reads: Mapping[str, Sou
         fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
 
 
-__all__ = ["Choice", "bucket_counts", "choose_layouts", "find_probes", "interval_gain", "leaves", "price"]
+def choose_state_layouts(plan: MultiTimePlan, constants: CostConstants) -> dict[str, tuple[Layout, float]]:
+    """Each kept state's layout, by the same account as a landed interval's: the state is
+    written bucketed at the time point it is saved at, and read by its probes at theirs. Only
+    states that some probe reads, and that a layout saves something on, are laid out; each
+    with what it saves."""
+    weights = plan.objective.weights
+    states = {s.id: s for s in plan.states}
+    by_column: dict[tuple[str, str], list[Probe]] = {}
+    for fragment in plan.fragments:
+        for view, probe in pruned(fragment.probes, fragment.plan).items():
+            if view in states:
+                by_column.setdefault((view, probe.column), []).append(probe)
+    best: dict[str, tuple[Layout, float]] = {}
+    for (state_id, column), probes in sorted(by_column.items()):
+        state = states[state_id]
+        row_bytes = state.bytes / state.rows if state.rows else 64.0
+        for n in bucket_counts():
+            if state.bytes < n * MIN_BUCKET_BYTES:
+                break
+            saving = interval_gain(probes, state.produced_at, state.bytes, row_bytes, n, weights, constants) - sum(
+                weights[p.time - 1] * constants.stage for p in probes)
+            if saving > 0 and (state_id not in best or saving > best[state_id][1]):
+                best[state_id] = (Layout(column, n), saving)
+    return best
+
+
+def versions_of_one_relation(a: str, b: str) -> bool:
+    """Whether the state keys ``a`` and ``b`` (``SS[3]|<signature>``) are two versions of one
+    relation's snapshot, or of its partial states."""
+    form_a, _, sig_a = a.partition("|")
+    form_b, _, sig_b = b.partition("|")
+    return bool(sig_a) and sig_a == sig_b and form_a[:3] == form_b[:3] and form_a[:3] in ("SS[", "PS[")
+
+
+def merge_chains(plan: MultiTimePlan) -> list[tuple[list[str], list[tuple[Fragment, Merge]]]]:
+    """The plan's chains of kept states each kept by merging the one before (a
+    :class:`~tempura.tvr.layout.Merge` of the same relation), each with its merges."""
+    import networkx as nx
+
+    states = {s.id: s for s in plan.states}
+    graph = nx.Graph()
+    merges: list[tuple[Fragment, Merge]] = []
+    for fragment in plan.fragments:
+        kept = states.get(fragment.keeps or "")
+        for merge in fragment.merges:
+            before = states.get(merge.state)
+            if kept is not None and before is not None and versions_of_one_relation(kept.key, before.key):
+                graph.add_edge(before.id, kept.id)
+                merges.append((fragment, merge))
+    out = []
+    for component in nx.connected_components(graph):
+        out.append((sorted(component), [(f, m) for f, m in merges if m.state in component]))
+    return out
+
+
+def _merge_gain(plan: MultiTimePlan, chain: Sequence[str], merges: Sequence[tuple[Fragment, Merge]], layout: Layout,
+                k: CostConstants) -> float:
+    """What keeping the states of ``chain`` laid out by ``layout`` saves: each merge rewrites only
+    the buckets the other reads' keys touch (and reads only those of the state before), less the
+    shuffle of what each state writes bucketed and a file per bucket."""
+    weights = plan.objective.weights
+    states = {s.id: s for s in plan.states}
+    merged_into = {f.keeps for f, _ in merges}
+    n = layout.buckets
+    gain = 0.0
+    for fragment, merge in merges:
+        if merge.column != layout.column or fragment.keeps is None:
+            continue
+        size = states[fragment.keeps].bytes
+        hit = touched(n, merge.distinct)
+        jobs = len({view for view, _ in merge.keys}) * k.stage  # finding the buckets its changes touch
+        gain += weights[fragment.time - 1] * ((1.0 - hit / n) * (k.dfs_write + k.dfs_read) * size - hit * k.file_open - jobs)
+    for state_id in chain:
+        state = states[state_id]
+        share = 1.0
+        if state_id in merged_into:
+            share = max((touched(n, m.distinct) / n for f, m in merges if f.keeps == state_id), default=1.0)
+        files = min(float(n), state.rows) * share
+        gain -= weights[state.produced_at - 1] * (
+            share * state.bytes * (k.network + k.local_write + k.local_read) + files * k.file_open)
+    return gain
+
+
+def choose_merge_layouts(plan: MultiTimePlan, constants: CostConstants) -> dict[str, tuple[Layout, float]]:
+    """Per chain of states kept by keyed merges, the layout (column and bucket count) saving the
+    most over the chain, if any saves: each of its states is then written bucketed, and each
+    merge rewrites the touched buckets only."""
+    states = {s.id: s for s in plan.states}
+    out: dict[str, tuple[Layout, float]] = {}
+    for chain, merges in merge_chains(plan):
+        smallest = min(states[s].bytes for s in chain)
+        best: tuple[Layout, float] | None = None
+        for column in sorted({m.column for _, m in merges}):
+            for n in bucket_counts():
+                if smallest < n * MIN_BUCKET_BYTES:
+                    break
+                gain = _merge_gain(plan, chain, merges, Layout(column, n), constants)
+                if gain > 0 and (best is None or gain > best[1]):
+                    best = (Layout(column, n), gain)
+        if best is not None:
+            for state_id in chain:
+                out[state_id] = (best[0], best[1] / len(chain))
+    return out
+
+
+def price_merges(fragment: Fragment, layouts: Mapping[str, Layout], states: Mapping[str, KeptState],
+                 constants: CostConstants, objective: Objective) -> None:
+    """Price ``fragment``'s keyed merge by the buckets it rewrites, when the state it keeps and
+    the one it merges are laid out alike by the merge's column."""
+    k = constants
+    kept = layouts.get(fragment.keeps or "")
+    for merge in fragment.merges:
+        if (kept is None or fragment.keeps is None or layouts.get(merge.state) != kept or merge.column != kept.column
+                or fragment.keeps not in states):
+            continue
+        hit = touched(kept.buckets, merge.distinct)
+        saved = ((1.0 - hit / kept.buckets) * (k.dfs_write + k.dfs_read) * states[fragment.keeps].bytes - hit * k.file_open
+                 - len({view for view, _ in merge.keys}) * k.stage)
+        fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
+        return
+
+
+def price_states(fragment: Fragment, layouts: Mapping[str, Layout], constants: CostConstants, objective: Objective) -> None:
+    """Price ``fragment``'s pruned reads of laid-out states by the buckets they touch."""
+    k = constants
+    for view, probe in pruned(fragment.probes, fragment.plan).items():
+        layout = layouts.get(view)
+        if layout is None or layout.column != probe.column:
+            continue
+        hit = touched(layout.buckets, probe.distinct)
+        saved = read_share(probe, probe.bytes, k) * (1.0 - hit / layout.buckets) - hit * k.file_open - k.stage
+        fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
+
+
+__all__ = ["Choice", "bucket_counts", "choose_layouts", "choose_merge_layouts", "choose_state_layouts", "merge_chains",
+           "price_merges", "versions_of_one_relation", "change_keys", "find_merges", "find_probes", "interval_gain",
+           "price", "price_states"]

@@ -52,7 +52,8 @@ from tempura.mqo.instance import Pruned, prune
 from tempura.optimizer.choosers import MemoInstance, MqoChooser, WinnerChooser
 from tempura.optimizer.extract import RULE_METHOD, Chooser, Extractor, fallback_notes
 from tempura.optimizer.keys import Resume, committed_groups, template_signatures
-from tempura.optimizer.layouts import choose_layouts, price
+from tempura.optimizer.layouts import (choose_layouts, choose_merge_layouts, choose_state_layouts, price, price_merges,
+                                       price_states)
 from tempura.optimizer.pipeline import Phase, Pipeline
 from tempura.optimizer.plans import JoinHint, in_order, to_logical
 from tempura.rules.logical import normalize
@@ -376,12 +377,21 @@ def _layouts(p: Planning) -> str:
     k = asked.time_points.k
     sizes = {name: [b * asked.fraction(name, i - 1, i) for i in range(1, k + 1)] for name, b in whole.items()}
     choices = choose_layouts(plan, reads, sizes, p.costs.k)
+    probed = choose_state_layouts(plan, p.costs.k)
+    merged = choose_merge_layouts(plan, p.costs.k)
+    kept = {state_id: max(found, key=lambda c: c[1])[0]
+            for state_id in set(probed) | set(merged) if (found := [c for c in (probed.get(state_id), merged.get(state_id)) if c])}
+    states = {s.id: s for s in plan.states}
     for f in plan.fragments:
         price(f, choices, reads, sizes, p.costs.k, asked.objective)
+        price_states(f, kept, p.costs.k, asked.objective)
+        price_merges(f, kept, states, p.costs.k, asked.objective)
     plan.layouts = {c.source: {i: c.layout for i in c.intervals} for c in choices}
+    plan.states = [dataclasses.replace(s, layout=kept.get(s.id)) for s in plan.states]
     plan.cost = sum((f.cost for f in plan.fragments), CostVector.zero(asked.objective))
-    return "; ".join(f"{c.source}: intervals {', '.join(map(str, c.intervals))} {c.layout.describe()}"
-                     for c in choices) or "no source laid out"
+    said = [f"{c.source}: intervals {', '.join(map(str, c.intervals))} {c.layout.describe()}" for c in choices]
+    said += [f"state {state_id}: {layout.describe()}" for state_id, layout in sorted(kept.items())]
+    return "; ".join(said) or "nothing laid out"
 
 
 NORMALIZE = Phase("normalize", _normalize, "predicate pushdown and projection pruning to a fixpoint", _unnormalized)

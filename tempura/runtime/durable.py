@@ -33,15 +33,15 @@ from tempura.runtime.executor import SparkPlanning, execute, spark_error_message
 from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import TP, Feed, landing_data
-from tempura.runtime.layout import PrunedRead, Pruning, key_class, probe_buckets, select_buckets
+from tempura.runtime.layout import PrunedRead, Pruning, key_class, probe_buckets, select_buckets, write_laid_out
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.sources import SourceData, register_read, source_delta
 from tempura.runtime.storage import Location
-from tempura.runtime.store import JobStore
+from tempura.runtime.store import JobStore, inventory
 from tempura.sql.names import quote_identifier
-from tempura.tvr.layout import Layout, Probe, pruned, scans_of, touched
+from tempura.tvr.layout import BUCKET, Layout, Merge, Probe, leaves, pruned, scans_of, touched
 from tempura.tvr.operators import SourceRead
-from tempura.tvr.plan import Fragment, MultiTimePlan
+from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -63,16 +63,22 @@ class SavedState:
     # The columns it was written with (Spark's schema as JSON): read back with them, Spark reads
     # no file's footer to find them. Empty in a manifest written before they were recorded.
     schema: str = ""
+    layout: Layout | None = None  # written hash-bucketed, one folder per non-empty bucket
 
     def to_json(self) -> dict[str, Any]:
-        out = {"id": self.id, "folder": self.folder, "produced_at": self.produced_at, "rows": self.rows,
-               "bytes": self.bytes, "form": self.form, "key": self.key}
-        return {**out, "schema": self.schema} if self.schema else out
+        out: dict[str, Any] = {"id": self.id, "folder": self.folder, "produced_at": self.produced_at, "rows": self.rows,
+                               "bytes": self.bytes, "form": self.form, "key": self.key}
+        if self.schema:
+            out["schema"] = self.schema
+        if self.layout is not None:
+            out["layout"] = self.layout.to_json()
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SavedState:
+        layout = Layout.from_json(data["layout"]) if data.get("layout") else None
         return cls(str(data["id"]), str(data["folder"]), int(data["produced_at"]), int(data["rows"]),
-                   int(data["bytes"]), str(data["form"]), str(data.get("key", "")), str(data.get("schema", "")))
+                   int(data["bytes"]), str(data["form"]), str(data.get("key", "")), str(data.get("schema", "")), layout)
 
 
 @dataclass
@@ -235,11 +241,22 @@ class DurableExecutor:
         probes = pruned(fragment.probes, fragment.plan)
         reads: list[PrunedRead] = []
         later: list[SourceRead] = []  # the reads pruned by a probe: registered once every view a probe reads is
+        planned = next((s for s in plan.states if s.id == fragment.keeps), None) if fragment.keeps else None
+        merge = self._keyed_merge(fragment, planned, saved, probes)
+        carried: tuple[SavedState, set[int]] | None = None  # the state merged into, and the buckets rewritten
         with self.meter.measure(f"{self.cycle} t{index} {fragment.id}") as metrics:
+            probed_states = []  # laid-out states a probe prunes: registered once every view a probe reads is
             for state_id in fragment.states:
                 if state_id not in saved:
                     raise ExecutionError(f"fragment {fragment.id} reads state {state_id}, which no committed time point saved")
-                self._read_state(saved[state_id]).createOrReplaceTempView(quote_identifier(state_id))
+                layout = saved[state_id].layout
+                if merge is not None and state_id == merge.state:
+                    continue  # registered below, at the buckets the merge rewrites
+                if (state_id in probes and layout is not None and layout.column == probes[state_id].column
+                        and not any(scans_of(probes[state_id].on, v) for v in probes)):
+                    probed_states.append(state_id)
+                else:
+                    self._read_state(saved[state_id]).createOrReplaceTempView(quote_identifier(state_id))
             for read in fragment.sources:
                 if read.scan.table not in self.feeds:
                     raise ExecutionError(f"the plan reads source '{read.scan.table}', which has no data")
@@ -251,16 +268,23 @@ class DurableExecutor:
                 else:  # the landed intervals the read covers, and no others
                     register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end), read.start, read.end,
                                   read.delta, read.view)
+            for state_id in probed_states:
+                frame, done = self._pruned_state(fragment, saved[state_id], probes[state_id])
+                frame.createOrReplaceTempView(quote_identifier(state_id))
+                if done is not None:
+                    reads.append(done)
             for read in later:
                 prune = self._prune(fragment, read, probes[read.view])
                 register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end, prune), read.start,
                               read.end, read.delta, read.view)
                 if prune is not None:
                     reads.append(prune.read)
+            if merge is not None:
+                carried = self._merge_buckets(fragment, merge, saved[merge.state], reads)
             frame = execute(Query(fragment.plan, tuple(fragment.plan.schema.names)), self.spark, fragment.hints, self.planning)
             if fragment.keeps is not None:
-                planned = next((s for s in plan.states if s.id == fragment.keeps), None)
-                state = self._save(fragment, frame, index, planned.key if planned is not None else "")
+                state = self._save(fragment, frame, index, planned.key if planned is not None else "",
+                                   planned.layout if planned is not None else None, carried)
                 saved[state.id] = run.saved[state.id] = state
                 frame = self._read_state(state)
             if fragment.delivers:
@@ -272,39 +296,126 @@ class DurableExecutor:
         if fragment.delivers:
             run.delivered_rows = metrics.rows_out
         expected = sum(self._expected(r, probes[r.view]) for r in later if any(p.read == r.view for p in reads))
+        expected += sum(touched(layout.buckets, probes[s].distinct) for s in probed_states
+                        if (layout := saved[s].layout) is not None and any(p.read == s for p in reads))
         return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
                            fragment.cost.times[index - 1] / 1e9, metrics, fragment.cost.stages,
                            fragment.cost.stages * plan.constants.stage / 1e9, reads, expected)
 
+    def _keyed_merge(self, fragment: Fragment, planned: KeptState | None, saved: Mapping[str, SavedState],
+                     probes: Mapping[str, Probe]) -> Merge | None:
+        """The fragment's keyed merge into a state laid out as the state it keeps is planned to
+        be (by the merge's column): then it rewrites only the buckets its other reads touch."""
+        layout = planned.layout if planned is not None else None
+        if layout is None:
+            return None
+        for merge in fragment.merges:
+            before = saved.get(merge.state)
+            if (before is not None and before.layout == layout and merge.column == layout.column and before.schema
+                    and merge.state not in probes):
+                return merge
+        return None
+
+    def _merge_buckets(self, fragment: Fragment, merge: Merge, before: SavedState,
+                       reads: list[PrunedRead]) -> tuple[SavedState, set[int]] | None:
+        """Register the state ``before`` at the buckets the fragment's other reads' keys fall in
+        (one job per read), and return it with those buckets: the rest of its buckets are the new
+        state's as they are. ``None`` (the state registered whole) when a read's key is of
+        another type class than the state's column."""
+        from pyspark.sql.types import StructType
+
+        assert before.layout is not None
+        columns = StructType.fromJson(json.loads(before.schema))
+        hit: set[int] = set()
+        for scan, column in leaves(fragment.plan, merge.column):
+            if scan.table == merge.state:
+                continue
+            keys = self.spark.table(quote_identifier(scan.table))
+            if key_class(keys.schema[column].dataType) != key_class(columns[merge.column].dataType):
+                self._read_state(before).createOrReplaceTempView(quote_identifier(merge.state))
+                return None
+            hit |= probe_buckets(keys, column, [before.layout])[before.layout.buckets]
+        done = PrunedRead(merge.state, merge.column)
+        folder = self.state_folder(before)
+        chosen = select_buckets([uri(folder)], [inventory(folder, self.store.storage)], [before.layout],
+                                {before.layout.buckets: hit}, done)
+        self._read_state(before, chosen).createOrReplaceTempView(quote_identifier(merge.state))
+        reads.append(done)
+        return before, hit
+
     def _commit(self, frame: DataFrame, pending: Location, final: Location | str, index: int, what: str,
-                fmt: str = "parquet") -> None:
-        """Write ``frame`` to ``pending``, then put it in place of whatever an uncommitted attempt
-        left at ``final`` (``what``: ``state`` or ``delivery``, the fault points' names)."""
-        write_frame(frame, pending, fmt)
+                fmt: str = "parquet", layout: Layout | None = None, carried: tuple[SavedState, set[int]] | None = None) -> None:
+        """Write ``frame`` to ``pending`` (hash-bucketed by ``layout``, if given; with ``carried``,
+        a state and the buckets ``frame`` rewrites of it, the state's other buckets shared into
+        ``pending`` as they are), then put it in place of whatever an uncommitted attempt left at
+        ``final`` (``what``: ``state`` or ``delivery``, the fault points' names)."""
+        if layout is not None:
+            write_laid_out(frame, layout, pending)
+            if carried is not None:
+                self._share_untouched(carried[0], carried[1], pending)
+        else:
+            write_frame(frame, pending, fmt)
         reached(f"{what}-written", index)
         self.fence()
         self.files.delete(final)
         self.files.rename(pending, final)
         reached("state-saved" if what == "state" else "delivered", index)
 
-    def _read_state(self, state: SavedState) -> DataFrame:
-        """A saved state's rows; with its recorded columns, which are what Spark would find in
-        its files' footers (every column nullable either way), without the job that reads them."""
+    def _read_state(self, state: SavedState, folders: list[str] | None = None) -> DataFrame:
+        """A saved state's rows (of ``folders`` only: some of a laid-out state's buckets); with
+        its recorded columns, which are what Spark would find in its files' footers (every column
+        nullable either way), without the job that reads them. Files are found recursively,
+        without partition discovery: a laid-out state reads like any other."""
         from pyspark.sql.types import StructType
 
-        reader = self.spark.read
-        if state.schema:
-            reader = reader.schema(StructType.fromJson(json.loads(state.schema)))
-        return reader.parquet(uri(self.store.cycle_dir(self.cycle) / "states" / state.folder))
+        reader = self.spark.read.option("recursiveFileLookup", "true")
+        columns = StructType.fromJson(json.loads(state.schema)) if state.schema else None
+        if columns is not None:
+            reader = reader.schema(columns)
+        if folders is not None and not folders and columns is not None:  # no bucket touched
+            return self.spark.createDataFrame([], columns)
+        return reader.parquet(*(folders or [uri(self.state_folder(state))]))
 
-    def _save(self, fragment: Fragment, frame: DataFrame, index: int, key: str) -> SavedState:
+    def state_folder(self, state: SavedState) -> Location:
+        return self.store.cycle_dir(self.cycle) / "states" / state.folder
+
+    def _pruned_state(self, fragment: Fragment, state: SavedState, probe: Probe) -> tuple[DataFrame, PrunedRead | None]:
+        """``state`` (laid out by the probe's column) at the buckets the probe's keys fall in; the
+        whole state when the keys are of another type class than its column."""
+        from pyspark.sql.types import StructType
+
+        assert state.layout is not None
+        keys = execute(Query(probe.on, tuple(probe.on.schema.names)), self.spark, fragment.hints, self.planning)
+        columns = StructType.fromJson(json.loads(state.schema)) if state.schema else None
+        if columns is None or key_class(keys.schema[probe.key].dataType) != key_class(columns[probe.column].dataType):
+            return self._read_state(state), None
+        found = probe_buckets(keys, probe.key, [state.layout])
+        done = PrunedRead(state.id, probe.column)
+        folder = self.state_folder(state)
+        chosen = select_buckets([uri(folder)], [inventory(folder, self.store.storage)], [state.layout], found, done)
+        return self._read_state(state, chosen), done
+
+    def _share_untouched(self, before: SavedState, touched_buckets: set[int], pending: Location) -> None:
+        """Share ``before``'s bucket folders other than ``touched_buckets`` into ``pending``."""
+        folder = self.state_folder(before)
+        for name in self.store.storage.children(folder):
+            bucket = name.removeprefix(f"{BUCKET}=")
+            if bucket != name and bucket.isdigit() and int(bucket) not in touched_buckets:
+                self.store.storage.share(folder / name, pending / name)
+
+    def _save(self, fragment: Fragment, frame: DataFrame, index: int, key: str, layout: Layout | None = None,
+              carried: tuple[SavedState, set[int]] | None = None) -> SavedState:
+        """Save the fragment's state (``carried``: the state it merges, and the buckets it rewrote
+        of it: the others are shared, not written)."""
         assert fragment.keeps is not None
         final = self.store.state_path(self.cycle, fragment.keeps, index)
         with self.meter.measure(f"save {fragment.keeps}") as written:
-            self._commit(frame, self.store.pending(self.cycle) / "states" / fragment.keeps, final, index, "state")
+            self._commit(frame, self.store.pending(self.cycle) / "states" / fragment.keeps, final, index, "state",
+                         layout=layout, carried=carried)
         check_visible(self.files, final, written.rows_written)
-        return SavedState(fragment.keeps, final.name, index, written.rows_written, self.files.size(final), fragment.form, key,
-                          frame.schema.json())
+        rows = written.rows_written if carried is None else self.store.storage.parquet_rows(final)
+        return SavedState(fragment.keeps, final.name, index, rows, self.files.size(final), fragment.form, key,
+                          frame.schema.json(), layout)
 
     def _deliver(self, plan: MultiTimePlan, frame: DataFrame, index: int) -> str:
         """Write the delivery where it goes; returns the folder holding it."""

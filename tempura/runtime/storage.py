@@ -35,6 +35,7 @@ import errno
 import os
 import re
 import secrets
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -163,6 +164,12 @@ class Storage:
         """Rename ``source`` to ``target``, which must not exist."""
         raise NotImplementedError
 
+    def share(self, source: Location, target: Location) -> None:
+        """Make the data files of folder ``source`` appear under folder ``target`` too (which
+        must not exist), leaving ``source`` as it is: hard links where the file system has them,
+        else copies."""
+        raise NotImplementedError
+
     def mkdirs(self, path: Location) -> None:
         raise NotImplementedError
 
@@ -223,8 +230,6 @@ class LocalStorage(Storage):
         return found
 
     def delete(self, path: Location) -> None:
-        import shutil
-
         target = Path(str(path))
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
@@ -237,6 +242,18 @@ class LocalStorage(Storage):
             raise FileExistsError(errno.EEXIST, f"{destination} exists")
         destination.parent.mkdir(parents=True, exist_ok=True)
         os.rename(str(source), destination)
+
+    def share(self, source: Location, target: Location) -> None:
+        root, into = Path(str(source)), Path(str(target))
+        if into.exists():
+            raise FileExistsError(errno.EEXIST, f"{into} exists")
+        for name in self.files(root):
+            destination = into / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(root / name, destination)
+            except OSError:  # another device, or links not supported: a copy
+                shutil.copyfile(root / name, destination)
 
     def mkdirs(self, path: Location) -> None:
         Path(str(path)).mkdir(parents=True, exist_ok=True)
@@ -424,6 +441,16 @@ class HadoopStorage(Storage):
             fs.mkdirs(parent)
         if not self._call("rename", source, lambda: fs.rename(s, t)):
             raise OSError(errno.EIO, f"cannot rename {source} to {target}")
+
+    def share(self, source: Location, target: Location) -> None:
+        fs, s_path = self._fs(source)
+        _, t_path = self._fs(target)
+        if fs.exists(t_path):
+            raise FileExistsError(errno.EEXIST, f"{target} exists")
+        conf = self.spark.sparkContext._jsc.hadoopConfiguration()
+        copied = self._call("copy", source, lambda: self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, s_path, fs, t_path, False, conf))
+        if not copied:
+            raise OSError(errno.EIO, f"cannot copy {source} to {target}")
 
     def mkdirs(self, path: Location) -> None:
         fs, p = self._fs(path)

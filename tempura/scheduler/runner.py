@@ -386,6 +386,11 @@ class Runner:
             self.hook(summary(self.spec, result))
         return result
 
+    @property
+    def schemas(self) -> dict[str, StructType]:
+        """Each source's landed columns, as its last landing wrote them."""
+        return dict(self._schemas)
+
     def _find_sources(self) -> None:
         """The sources' files as they are now (a catalog table's included); a source folder that
         does not exist stops the time point before anything is written."""

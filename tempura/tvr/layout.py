@@ -21,7 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from tempura.algebra import LogicalPlan
+from sqlglot import exp
+
+from tempura.algebra import (Aggregate, Distinct, Filter, Join, JoinKind, LogicalPlan, PartialAggregate, Project, Scan,
+                             Sort, Union, Window)
+from tempura.algebra.expressions import conjuncts
+from tempura.tvr.operators import Consolidate, Finalize, StateAggregate, StateMerge, StateRows, ToDelta
 
 # The partition column a laid-out folder's buckets are written under (``tempura_bucket=<b>``).
 BUCKET = "tempura_bucket"
@@ -76,10 +81,102 @@ class Probe:
         return f"{self.view} by {self.column} ∈ keys of {self.key} (≈{self.distinct:.4g} distinct)"
 
 
+@dataclass(frozen=True)
+class Merge:
+    """A fragment that computes its result from the state ``state`` and other reads, *keyed* by
+    ``column``: every read it scans is reached from its output's ``column`` through operators a
+    filter on the column passes (:func:`~tempura.optimizer.layouts.leaves`), so its rows of a
+    key depend on the inputs' rows of that key alone. When it keeps a later version of the same
+    relation as ``state``, laid out alike, its buckets none of the keys that may change falls in
+    are the state's buckets unchanged: only the touched ones are rewritten. The keys that may
+    change are those of the reads ``keys`` (the state's own rows merged in as they are change
+    nothing; a join's changes are bounded by its side with the fewer keys); ``distinct``: their
+    estimated number."""
+
+    state: str
+    column: str
+    distinct: float
+    keys: tuple[tuple[str, str], ...] = ()  # the reads (view, column) whose keys hold every key that may change
+
+    def describe(self) -> str:
+        return f"merges into {self.state} by {self.column} (≈{self.distinct:.4g} keys)"
+
+
+# A scan a key reaches, with the scanned table's column the key is there
+Leaf = tuple[Scan, str]
+
+
+def column_of(expression: exp.Expr) -> str | None:
+    """The column ``expression`` is, if it is a plain column."""
+    node = expression.unnest()
+    return node.name if isinstance(node, exp.Column) else None
+
+
+def leaves(plan: LogicalPlan, column: str) -> list[Leaf]:
+    """The scans below ``plan`` a filter on its output column ``column`` can be pushed to, each
+    with the scanned table's column the key is there (empty where it cannot be pushed)."""
+    if isinstance(plan, Scan):
+        found = next((c for c in plan.columns if c.field.name == column), None)
+        return [(plan, found.source)] if found is not None else []
+    if isinstance(plan, (Filter, Distinct, Consolidate, ToDelta, Sort)) or plan.operator == "Repeat":
+        return leaves(plan.inputs[0], column)
+    if isinstance(plan, Project):
+        kept = next((p for p in plan.projections if p.field.name == column), None)
+        name = column_of(kept.expression) if kept is not None else None
+        return leaves(plan.input, name) if name is not None else []
+    if isinstance(plan, Union):
+        names = plan.schema.names
+        if column not in names:
+            return []
+        i = list(names).index(column)
+        return leaves(plan.left, plan.left.schema.names[i]) + leaves(plan.right, plan.right.schema.names[i])
+    if isinstance(plan, (Aggregate, PartialAggregate, StateAggregate, StateRows, Finalize)):
+        return leaves(plan.inputs[0], column) if column in plan.keys else []
+    if isinstance(plan, StateMerge):
+        return leaves(plan.left, column) + leaves(plan.right, column) if column in plan.keys else []
+    if isinstance(plan, Window):
+        return leaves(plan.input, column) if column in plan.partition_keys else []
+    if isinstance(plan, Join):
+        return _join_leaves(plan, column)
+    return []
+
+
+def _join_leaves(plan: Join, column: str) -> list[Leaf]:
+    """Through a join: into the input the column comes from, where the join keeps that input's
+    rows by their own values (not the padded side of an outer join); and into the other input
+    by the column the condition equates it with, where a row of the other input can only
+    matter through a match (not the preserved side of an outer join): its rows of other keys
+    match none of the kept rows."""
+    left_has, right_has = column in plan.left.schema.names, column in plan.right.schema.names
+    if left_has == right_has:
+        return []
+    own, other = (plan.left, plan.right) if left_has else (plan.right, plan.left)
+    keeps_own = plan.kind in ((JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.CROSS) if left_has
+                              else (JoinKind.INNER, JoinKind.RIGHT, JoinKind.CROSS))
+    if not keeps_own:
+        return []
+    out = leaves(own, column)
+    probes_other = plan.kind in ((JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) if left_has
+                                 else (JoinKind.INNER, JoinKind.RIGHT))
+    partner = next((b if a == column else a for a, b in equalities(plan.condition) if column in (a, b)), None)
+    if probes_other and partner is not None and partner in other.schema.names:
+        out += leaves(other, partner)
+    return out
+
+
+def equalities(condition: exp.Expr | None) -> list[tuple[str, str]]:
+    """The ``a = b`` and ``a <=> b`` conjuncts of a join condition between two plain columns."""
+    out = []
+    for c in conjuncts(condition):
+        if isinstance(c, (exp.EQ, exp.NullSafeEQ)):
+            left, right = column_of(c.left), column_of(c.right)
+            if left is not None and right is not None:
+                out.append((left, right))
+    return out
+
+
 def scans_of(plan: LogicalPlan, table: str) -> int:
     """How many times ``plan`` scans ``table``."""
-    from tempura.algebra import Scan
-
     own = 1 if isinstance(plan, Scan) and plan.table == table else 0
     return own + sum(scans_of(c, table) for c in plan.inputs)
 
@@ -99,4 +196,4 @@ def pruned(probes: Sequence[Probe], plan: LogicalPlan) -> dict[str, Probe]:
     return out
 
 
-__all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Probe", "pruned", "scans_of", "touched"]
+__all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Leaf", "Merge", "Probe", "column_of", "equalities", "leaves", "pruned", "scans_of", "touched"]

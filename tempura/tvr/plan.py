@@ -20,7 +20,7 @@ from typing import Any
 from tempura.algebra import LogicalPlan, Query, format_plan
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import CostVector, Objective
-from tempura.tvr.layout import Layout, Probe
+from tempura.tvr.layout import Layout, Merge, Probe
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.time import TimePoints
 
@@ -49,6 +49,7 @@ class Fragment:
     fallback: str = ""  # under a forced method it does not run: why it runs ``method`` instead
     computes: str = ""  # ``form`` as a user reads it: "changes up to t2 of Aggregate over sales, returns"
     probes: tuple[Probe, ...] = ()  # reads whose rows matter only at the keys of a join's other side
+    merges: tuple[Merge, ...] = ()  # kept states it merges with its other reads, keyed by a column
 
     @property
     def output(self) -> str:
@@ -96,6 +97,7 @@ class KeptState:
     produced_by: str = ""  # the fragment that computes and saves it
     key: str = ""  # what it holds, comparable across plannings of the query (incremental.state_keys; "" if unknown)
     computes: str = ""  # ``form`` as a user reads it
+    layout: Layout | None = None  # written hash-bucketed, for the probes that read it (tempura.tvr.layout)
 
     @property
     def last_read(self) -> int:
@@ -114,6 +116,7 @@ class KeptState:
             "form": self.form,
             "computes": self.computes,
             "key": self.key,
+            **({"layout": self.layout.to_json()} if self.layout is not None else {}),
         }
 
 

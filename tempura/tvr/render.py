@@ -68,9 +68,15 @@ def probes_text(plan: MultiTimePlan, fragment: Fragment) -> list[str]:
     """A fragment's pruned reads: the read, its key, the keys it is probed by, and the share of
     its laid-out intervals' buckets they are expected to touch."""
     views = {s.view: s for s in fragment.sources}
+    states = {s.id: s for s in plan.states}
     out = []
     for probe in pruned(fragment.probes, fragment.plan).values():
         read = views.get(probe.view)
+        state = states.get(probe.view)
+        if state is not None and state.layout is not None and state.layout.column == probe.column:
+            hit = touched(state.layout.buckets, probe.distinct)
+            out.append(f"pruned read: state {state.id} by {probe.column} (the keys of {probe.key}, ≈{probe.distinct:.4g}): "
+                       f"≈{hit:.3g} of its {state.layout.buckets} buckets")
         if read is None:
             continue
         laid = {i: layout for i, layout in plan.layouts.get(read.scan.table, {}).items()
@@ -82,6 +88,16 @@ def probes_text(plan: MultiTimePlan, fragment: Fragment) -> list[str]:
         out.append(f"pruned read: {read.describe()} by {probe.column} (the keys of {probe.key}, ≈{probe.distinct:.4g}): "
                    f"≈{hit:.3g} of the {total} buckets of interval{'s' if len(laid) > 1 else ''} "
                    f"{', '.join(map(str, sorted(laid)))}")
+    kept = states.get(fragment.keeps or "")
+    for merge in fragment.merges:
+        before = states.get(merge.state)
+        layout = kept.layout if kept is not None else None
+        if layout is not None and before is not None and before.layout == layout and merge.column == layout.column:
+            hit = touched(layout.buckets, merge.distinct)
+            out.append(f"keyed merge: {kept.id if kept else ''} from state {merge.state} by {merge.column}: rewrites "
+                       f"≈{hit:.3g} of {layout.buckets} buckets (the keys that change, ≈{merge.distinct:.4g}), "
+                       f"takes the others over")
+            break
     return out
 
 
@@ -99,7 +115,8 @@ def states_text(plan: MultiTimePlan, verbose: bool = False) -> list[str]:
         readers = ", ".join(f"{r}@t{at}" + (f" ×{n}" if n > 1 else "") for (r, at), n in reads.items())
         by = f" by {s.produced_by}" if s.produced_by else ""
         lines.append(f"  {s.id} {_computes(s, verbose)}: saved at t{s.produced_at}{by}, read by {readers or 'nothing'}, dropped after "
-                     f"t{s.last_read}; rows={s.rows:.4g} size={format_bytes(s.bytes)}")
+                     f"t{s.last_read}; rows={s.rows:.4g} size={format_bytes(s.bytes)}"
+                     + (f"; laid out by {s.layout.describe()}" if s.layout is not None else ""))
     return lines
 
 

@@ -1,0 +1,97 @@
+"""``tempura bench floor``: how low a scenario's last time point can go, on Spark.
+
+Any plan that delivers the query's result at the last time point ``t_k`` must at least read the
+rows that landed in ``(t_{k-1}, t_k]`` and take them through the query: whatever it kept from
+earlier, those rows are new. So the query run over the last interval's rows alone — every
+source's rows landed in ``(t_{k-1}, t_k]`` and nothing else; not a correct plan, a floor — costs
+no more than any correct plan's last time point. Measured beside the query over the whole
+snapshot at ``t_k`` (what recompute runs then), alternating, it bounds the ratio any plan can
+reach: if the floor is above a target, no layout or state reaches it.
+
+The scenario is landed once by a simulated ``batch`` cycle; both queries then read the same
+landed folders, through the runtime's own reads. Sources with deletions are not supported (their
+last interval alone is not a bag of rows). Writes ``floor-<scenario>.json`` to the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CONTENDERS = ("snapshot", "floor")
+
+
+def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, repeat: int,
+        log: Callable[[str], None] = print) -> dict[str, Any]:
+    from benchmarks.incremental import settle
+    from scenarios import prepared_scenario
+    from tempura.errors import TempuraError
+    from tempura.runtime.ingest import landing_data
+    from tempura.runtime.metrics import Meter
+    from tempura.runtime.sources import register_read
+    from tempura.scheduler import load_spec
+    from tempura.scheduler.runner import Runner
+
+    spec = load_spec(prepared_scenario(spark, name, workdir / "scenarios", scale))
+    cycle = spec.cycle(0)
+    assert cycle is not None
+    k = cycle.points.k
+    runner = Runner(spec, spark, workdir, "batch", simulate=True)
+    with runner.lock_held():
+        runner.clear()
+        runner.run_cycle(cycle)
+    deleting = sorted(n for n, feed in runner.feeds.items() if feed.deletes)
+    if deleting:
+        raise TempuraError(f"scenario '{name}': source {', '.join(deleting)} has deletions: its last interval alone "
+                           f"is not a bag of rows, so the floor is not measured")
+    sources = {}
+    for source_name, feed in runner.feeds.items():
+        folders, _history = runner.store.interval_folders(cycle.label, source_name, 1, k)
+        sources[source_name] = landing_data(spark, feed, folders, runner.schemas[source_name], k)
+    meter = Meter(spark)
+    found: dict[str, dict[str, list[float]]] = {c: {"cpu": [], "wall": [], "rows": []} for c in CONTENDERS}
+    results: dict[str, list[tuple[Any, ...]]] = {}
+
+    def measure(contender: str) -> None:
+        start = 0 if contender == "snapshot" else k - 1
+        for source_name, data in sources.items():
+            register_read(spark, data, start, k, False, source_name)
+        with meter.measure(f"floor {contender}") as work:
+            rows = [tuple(r) for r in spark.sql(spec.sql).collect()]
+        results.setdefault(contender, rows)
+        found[contender]["cpu"].append(work.cpu_seconds)
+        found[contender]["wall"].append(work.wall_seconds)
+        found[contender]["rows"].append(float(work.rows_in))
+
+    for contender in CONTENDERS:  # a warm-up each
+        measure(contender)
+        found[contender] = {"cpu": [], "wall": [], "rows": []}
+    for rep in range(repeat):
+        for contender in (CONTENDERS if rep % 2 == 0 else CONTENDERS[::-1]):
+            settle(spark)
+            started = time.perf_counter()
+            measure(contender)
+            log(f"{name} run {rep + 1}/{repeat} {contender}: cpu {found[contender]['cpu'][-1]:.3f}s, "
+                f"{time.perf_counter() - started:.1f}s elapsed")
+    medians = {c: {m: statistics.median(v) for m, v in found[c].items()} for c in CONTENDERS}
+    snapshot, floor = medians["snapshot"], medians["floor"]
+    report = {
+        "scenario": name, "scale": scale, "repeat": repeat, "time_points": k,
+        "medians": medians, "runs": found,
+        "floor_over_snapshot_cpu": floor["cpu"] / snapshot["cpu"] if snapshot["cpu"] > 0 else None,
+        "floor_over_snapshot_rows": floor["rows"] / snapshot["rows"] if snapshot["rows"] > 0 else None,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"floor-{name}.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    report["files"] = [str(path)]
+    return report
+
+
+__all__ = ["CONTENDERS", "run"]
