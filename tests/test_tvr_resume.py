@@ -50,7 +50,7 @@ def test_replanning_at_the_last_point_continues_the_plan(name: str, sql: str | N
     first = plan(text, method, deletions)
     saved = [s for s in first.states if s.produced_at < 4]
     assert all(s.key for s in first.states), [(s.id, s.form) for s in first.states if not s.key]
-    committed = tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved)
+    committed = tuple(CommittedState(s.id, s.produced_at, s.key, s.layout) for s in saved)
     again = plan(text, method, deletions, Resume(4, committed))
     read_at_4 = {s.id for s in saved if 4 in s.read_at}
     # the plan it replaces is still open to it: reading the same states costs what it did

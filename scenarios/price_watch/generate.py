@@ -2,8 +2,10 @@
 
 Scale 1 is 1,000,000 offers on 100,000 products, posted before the day, and through the day 8
 products an hour whose offers change: each such product loses one of its offers (a withdrawal
-repeats the offer's values with ``_op = 'D'``) and gets a new one at another price. Values come
-from hashes of the row number, so a scale always generates the same rows.
+repeats the offer's values with ``_op = 'D'``) and gets a new one at another price. Below scale 1
+the changes shrink with the catalog; above it only the catalog grows (a bigger marketplace's
+history, the same day's activity), so a plan's last time point should not grow with the scale.
+Values come from hashes of the row number, so a scale always generates the same rows.
 
     python -m scenarios.price_watch.generate --scale 0.01 --out DIR
 """
@@ -33,7 +35,7 @@ def generate(spark: SparkSession, out: Path, scale: float) -> dict[str, int]:
         # posted in the week before the day
         f"{DAY} - make_interval(0, 0, 0, 0, 0, 0, CAST(1 + pmod(hash(id, 2), 604799) AS INT)) AS changed_at",
     )
-    changes = max(4, int(24 * CHANGED_PER_HOUR * scale))
+    changes = max(4, int(24 * CHANGED_PER_HOUR * min(scale, 1.0)))
     # change n: a product (spread by a hash), one of its offers withdrawn, a new offer posted
     changed = spark.range(changes).selectExpr(
         "id AS n",

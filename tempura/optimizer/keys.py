@@ -16,16 +16,18 @@ from tempura.algebra import LogicalPlan
 from tempura.memo import GroupRef, Memo
 from tempura.rules.tvr import Expansion
 from tempura.tvr.forms import Form
+from tempura.tvr.layout import Layout
 
 
 @dataclass(frozen=True)
 class CommittedState:
-    """A state an earlier run saved: its id, the time point it was saved at, and its
-    :attr:`~tempura.tvr.plan.KeptState.key`."""
+    """A state an earlier run saved: its id, the time point it was saved at, its
+    :attr:`~tempura.tvr.plan.KeptState.key`, and how it was laid out (if it was)."""
 
     id: str
     produced_at: int
     key: str
+    layout: Layout | None = None
 
 
 @dataclass(frozen=True)

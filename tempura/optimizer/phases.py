@@ -53,7 +53,7 @@ from tempura.optimizer.choosers import MemoInstance, MqoChooser, WinnerChooser
 from tempura.optimizer.extract import RULE_METHOD, Chooser, Extractor, fallback_notes
 from tempura.optimizer.keys import Resume, committed_groups, template_signatures
 from tempura.optimizer.layouts import (choose_layouts, choose_merge_layouts, choose_state_layouts, price, price_merges,
-                                       price_states)
+                                       price_states, versions_of_one_relation)
 from tempura.optimizer.pipeline import Phase, Pipeline
 from tempura.optimizer.plans import JoinHint, in_order, to_logical
 from tempura.rules.logical import normalize
@@ -382,10 +382,19 @@ def _layouts(p: Planning) -> str:
     kept = {state_id: max(found, key=lambda c: c[1])[0]
             for state_id in set(probed) | set(merged) if (found := [c for c in (probed.get(state_id), merged.get(state_id)) if c])}
     states = {s.id: s for s in plan.states}
+    committed = {c.id: c for c in asked.resume.states if c.layout is not None and c.id in plan.inputs}
+    for f in plan.fragments:  # a merge from a laid-out committed state keeps its layout going
+        for merge in f.merges:
+            before = committed.get(merge.state)
+            after = states.get(f.keeps or "")
+            if (before is not None and after is not None and after.id not in kept and before.layout is not None
+                    and merge.column == before.layout.column and versions_of_one_relation(after.key, before.key)):
+                kept[after.id] = before.layout
+    laid = {**{c.id: c.layout for c in committed.values() if c.layout is not None}, **kept}
     for f in plan.fragments:
         price(f, choices, reads, sizes, p.costs.k, asked.objective)
-        price_states(f, kept, p.costs.k, asked.objective)
-        price_merges(f, kept, states, p.costs.k, asked.objective)
+        price_states(f, laid, p.costs.k, asked.objective)
+        price_merges(f, laid, states, p.costs.k, asked.objective)
     plan.layouts = {c.source: {i: c.layout for i in c.intervals} for c in choices}
     plan.states = [dataclasses.replace(s, layout=kept.get(s.id)) for s in plan.states]
     plan.cost = sum((f.cost for f in plan.fragments), CostVector.zero(asked.objective))

@@ -673,7 +673,7 @@ class Runner:
             counts.setdefault(name, []).append((land.rows, land.deletions))
         prepared, reasons = for_cycle(self.prepared(), cycle, counts,
                                       broken if broken is not None else (previous or {}).get("broken_keys", {}))
-        resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key) for s in saved.values() if s.key))
+        resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key, s.layout) for s in saved.values() if s.key))
         output = output_mode(self.spec)
         errors: dict[str, TempuraError] = {}
         constants, calibration = for_job(self.spec.cost_constants, self.spec.model.cost, self.workdir,
