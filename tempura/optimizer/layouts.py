@@ -31,7 +31,7 @@ from tempura.cost.model import Cost, CostConstants
 from tempura.cost.vector import CostVector, Objective
 from tempura.stats.relation import RelStats
 from tempura.tvr.layout import (MAX_BUCKETS, MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, column_of, equalities, leaves,
-                                pruned, touched)
+                                pruned, scans_of, touched)
 from tempura.tvr.operators import (Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, StateRows,
                                    ToDelta)
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
@@ -67,7 +67,7 @@ def find_probes(plan: LogicalPlan, stats: Callable[[LogicalPlan], RelStats | Non
                     column_stats = theirs.columns.get(key)
                     distinct = column_stats.ndv if column_stats is not None and column_stats.ndv else theirs.rows
                     for scan, source_column in leaves(probed, column):
-                        if id(scan) in seen or _reads(other, scan.table):
+                        if id(scan) in seen or scans_of(other, scan.table):
                             continue
                         seen.add(id(scan))
                         leaf = stats(scan)
@@ -172,12 +172,6 @@ def find_merges(plan: LogicalPlan, stats: Callable[[LogicalPlan], RelStats | Non
             continue
         out.append(Merge(state, column, changing[1], tuple((scan.table, c) for scan, c in changing[0])))
     return out
-
-
-def _reads(plan: LogicalPlan, table: str) -> bool:
-    if isinstance(plan, Scan):
-        return plan.table == table
-    return any(_reads(c, table) for c in plan.inputs)
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,14 @@ from tempura.runtime.executor import SparkPlanning, execute, spark_error_message
 from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import TP, Feed, landing_data
-from tempura.runtime.layout import PrunedRead, Pruning, key_class, probe_buckets, select_buckets, write_laid_out
+from tempura.runtime.layout import (PrunedRead, Pruning, key_class, probe_buckets, pruned_folders, select_buckets,
+                                    write_laid_out)
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.sources import SourceData, register_read, source_delta
 from tempura.runtime.storage import Location
 from tempura.runtime.store import JobStore, inventory
 from tempura.sql.names import quote_identifier
-from tempura.tvr.layout import BUCKET, Layout, Merge, Probe, leaves, pruned, scans_of, touched
+from tempura.tvr.layout import BUCKET, Layout, Merge, Probe, pruned, scans_of, touched
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
 
@@ -195,13 +196,11 @@ class DurableExecutor:
         """Source ``name`` as landed in intervals ``first..last``: the folders of those only, so
         that a read of a few intervals neither lists nor opens the files of the others; with
         ``prune``, only the rows of the buckets it keeps (a pruned read)."""
-        folders, history = self.store.interval_folders(self.cycle, name, first, last, self.history)
         if prune is None:
+            folders, history = self.store.interval_folders(self.cycle, name, first, last, self.history)
             return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history)
-        start = last - len(folders) + 1
-        own = self.layouts.get(name, {})
-        folders = select_buckets(folders, self.store.interval_files(self.cycle, name, start, last),
-                                 [prune.usable(own.get(i)) for i in range(start, last + 1)], prune.touched, prune.read)
+        folders, history = pruned_folders(self.store, self.cycle, name, first, last, self.history,
+                                          self.layouts.get(name, {}), prune)
         return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history, prune.where)
 
     def _expected(self, read: SourceRead, probe: Probe) -> float:
@@ -318,19 +317,17 @@ class DurableExecutor:
 
     def _merge_buckets(self, fragment: Fragment, merge: Merge, before: SavedState,
                        reads: list[PrunedRead]) -> tuple[SavedState, set[int]] | None:
-        """Register the state ``before`` at the buckets the fragment's other reads' keys fall in
-        (one job per read), and return it with those buckets: the rest of its buckets are the new
-        state's as they are. ``None`` (the state registered whole) when a read's key is of
-        another type class than the state's column."""
+        """Register the state ``before`` at the buckets the keys that may change fall in (those of
+        the reads the merge names, one job per read), and return it with those buckets: the rest
+        of its buckets are the new state's as they are. ``None`` (the state registered whole)
+        when a read's key is of another type class than the state's column."""
         from pyspark.sql.types import StructType
 
         assert before.layout is not None
         columns = StructType.fromJson(json.loads(before.schema))
         hit: set[int] = set()
-        for scan, column in leaves(fragment.plan, merge.column):
-            if scan.table == merge.state:
-                continue
-            keys = self.spark.table(quote_identifier(scan.table))
+        for view, column in dict.fromkeys(merge.keys):
+            keys = self.spark.table(quote_identifier(view))
             if key_class(keys.schema[column].dataType) != key_class(columns[merge.column].dataType):
                 self._read_state(before).createOrReplaceTempView(quote_identifier(merge.state))
                 return None

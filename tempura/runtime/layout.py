@@ -22,6 +22,7 @@ from tempura.sql.names import quote_identifier
 from tempura.tvr.layout import BUCKET, Layout
 
 if TYPE_CHECKING:
+    from tempura.runtime.store import JobStore
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
@@ -142,4 +143,18 @@ def select_buckets(folders: Sequence[str], listings: Sequence[Mapping[str, int]]
     return out
 
 
-__all__ = ["PrunedRead", "Pruning", "bucket_folder", "bucket_of", "key_class", "probe_buckets", "select_buckets", "write_laid_out"]
+def pruned_folders(store: JobStore, cycle: str, source: str, first: int, last: int,
+                   history: Mapping[str, list[str]] | None, layouts: Mapping[int, Layout],
+                   prune: Pruning) -> tuple[list[str], list[str]]:
+    """``source``'s landed intervals ``first..last`` in ``cycle`` as a pruned read takes them (its
+    laid-out intervals, by ``layouts``, at the touched buckets; the others whole), and a carried
+    history's folders (:meth:`~tempura.runtime.store.JobStore.interval_folders`). Rows outside
+    the touched buckets are left out by :attr:`Pruning.where`, which the caller applies."""
+    folders, taken = store.interval_folders(cycle, source, first, last, history)
+    start = last - len(folders) + 1
+    chosen = select_buckets(folders, store.interval_files(cycle, source, start, last),
+                            [prune.usable(layouts.get(i)) for i in range(start, last + 1)], prune.touched, prune.read)
+    return chosen, taken
+
+
+__all__ = ["PrunedRead", "Pruning", "pruned_folders", "bucket_folder", "bucket_of", "key_class", "probe_buckets", "select_buckets", "write_laid_out"]

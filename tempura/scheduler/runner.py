@@ -33,6 +33,7 @@ import hashlib
 import importlib
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
@@ -47,7 +48,7 @@ from tempura.runtime.ingest import (OP, TP, Feed, Landed, check_schema, file_sch
                                     landed_schema, null_arrival_rows, read_landed, read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.keys import violations
-from tempura.runtime.layout import PrunedRead, Pruning, probe_buckets, select_buckets, write_laid_out
+from tempura.runtime.layout import PrunedRead, Pruning, probe_buckets, pruned_folders, write_laid_out
 from tempura.runtime.lock import JobLock
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.storage import Location, as_location
@@ -767,14 +768,11 @@ class Runner:
         laid = landed_layouts(previous, {}).get(name, {})
         if not laid:
             return None
-        column = max(laid.values(), key=lambda layout: list(laid.values()).count(layout)).column
+        column = Counter(layout.column for layout in laid.values()).most_common(1)[0][0]  # the most intervals'
         deleted = rows.where(F.col(OP) == "D")
         found = probe_buckets(deleted, column, [x for x in laid.values() if x.column == column])
         prune = Pruning(column, schema[column].dataType, found, PrunedRead(name, column))
-        folders, history = self.store.interval_folders(label, name, 1, index - 1, carried_history(previous))
-        start = index - len(folders)
-        chosen = select_buckets(folders, self.store.interval_files(label, name, start, index - 1),
-                                [prune.usable(laid.get(i)) for i in range(start, index)], found, prune.read)
+        chosen, history = pruned_folders(self.store, label, name, 1, index - 1, carried_history(previous), laid, prune)
         return landed_rows(self.spark, schema, chosen, history).where(prune.where)
 
     def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None,
