@@ -22,6 +22,12 @@ A delivered hash distribution may have several equivalent key lists: after an in
 
 Ordering is a tuple of column names, ascending, within each partition: what sort-merge join needs
 and what it delivers.
+
+A *probe* (:class:`Probing`) is what a consumer offers rather than requires: a join that only
+needs the input's rows whose key one of the other side's keys holds (an equi-join's probed side),
+or an operator passing such an offer down. Every plan of the input meets it; a read of a keyed
+layout (:mod:`tempura.tvr.layout`) prices itself by the buckets the keys touch under it. Layout is
+thus a physical property of the search: the key is the offer's, the bucket count the read's.
 """
 
 from __future__ import annotations
@@ -80,13 +86,27 @@ BROADCASTED = Distribution(BROADCAST)
 
 
 @dataclass(frozen=True)
+class Probing:
+    """A consumer's offer to read only the rows whose ``column`` holds one of about ``keys``
+    distinct values (the other side of an equi-join it is the probed side of)."""
+
+    column: str
+    keys: float
+
+    def __str__(self) -> str:
+        return f"probed by {self.column} (≈{self.keys:.4g} keys)"
+
+
+@dataclass(frozen=True)
 class Props:
     """Distribution plus ordering (ascending column names within each partition), and, in
-    multi-time-point plans, the time point at which the consumer runs (0: no time)."""
+    multi-time-point plans, the time point at which the consumer runs (0: no time) and the
+    consumer's probe of it, if any (an offer: every plan satisfies it)."""
 
     distribution: Distribution = ANY
     ordering: tuple[str, ...] = ()
     time: int = 0
+    probe: Probing | None = None
 
     def satisfies(self, required: Props) -> bool:
         if not self.distribution.satisfies(required.distribution):
@@ -98,11 +118,15 @@ class Props:
         return self.distribution.kind == ANY_KIND and not self.ordering
 
     def without_ordering(self) -> Props:
-        return Props(self.distribution, (), self.time)
+        return Props(self.distribution, (), self.time, self.probe)
 
     def at(self, time: int) -> Props:
         """The same requirement by a consumer running at time point ``time``."""
-        return Props(self.distribution, self.ordering, time)
+        return Props(self.distribution, self.ordering, time, self.probe)
+
+    def probed(self, probe: Probing | None) -> Props:
+        """The same requirement with ``probe`` as its offer (``None``: none)."""
+        return Props(self.distribution, self.ordering, self.time, probe)
 
     def __str__(self) -> str:
         text = str(self.distribution)
@@ -110,6 +134,8 @@ class Props:
             text += f" sorted({', '.join(self.ordering)})"
         if self.time:
             text += f" @t{self.time}"
+        if self.probe is not None:
+            text += f" {self.probe}"
         return text
 
 

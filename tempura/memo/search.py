@@ -39,7 +39,8 @@ class Alternative:
     ``children`` are (group, required property) pairs. ``deliver`` computes the delivered
     property from the children's delivered ones. ``logical`` is the memo expression this
     operator implements (``None`` for enforcers and other operators that change nothing
-    logically). ``hint`` is what the runtime needs to pin the choice in Spark.
+    logically). ``hint`` is what the runtime needs to pin the choice in Spark (a join's strategy
+    and build side; a keyed read's column).
     """
 
     operator: str
@@ -52,6 +53,7 @@ class Alternative:
     rule: str = ""
     enforcer: bool = False
     passthrough: tuple[int, ...] = ()
+    full: Cost | None = None
 
 
 class Implementer(Protocol):

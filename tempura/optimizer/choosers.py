@@ -86,6 +86,9 @@ class MemoInstance:
         made = self._nodes.get(key)
         if made is not None:
             return made
+        if key.props.probe is not None and not self._probe_pays(key):
+            made = self._nodes[key] = self.node(NodeKey(key.group, key.props.probed(None), key.strict))  # type: ignore[assignment]
+            return made
         if key in self._active:
             return None  # a cycle through merged groups: the search refuses it too
         self._active.add(key)
@@ -93,6 +96,14 @@ class MemoInstance:
             return self._make(key)
         finally:
             self._active.discard(key)
+
+    def _probe_pays(self, key: NodeKey) -> bool:
+        """Whether the search found ``key``'s group cheaper under its probe than without: where
+        it did not, the probed node is the plain one (its keyed reads save nothing, whatever is
+        kept, as the search priced every load a keyed one could replace)."""
+        probed = self.search.optimize(key.group, key.props)
+        plain = self.search.optimize(key.group, key.props.probed(None))
+        return probed is not None and plain is not None and probed.total < plain.total * (1 - 1e-9)
 
     def _make(self, key: NodeKey) -> int | None:
         memo, imp = self.memo, self.implementer
@@ -119,10 +130,10 @@ class MemoInstance:
         for op, way in ops:
             self.instance.add_op(node, op)
             self.alternatives[node].append(way)
-        load = CostVector.at(time, imp.costs.state_read(group.stats), self.objective).total
         for kept_at in times:
             candidate = self._candidate(key.group, kept_at)
             if candidate is not None:
+                load = imp.load_cost(group, key.props, kept_at).total  # under a probe, of the touched buckets
                 self.instance.add_op(node, Op(load, (), candidate, f"load from t{kept_at}"))
                 self.alternatives[node].append(None)
         return node

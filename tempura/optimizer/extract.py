@@ -9,6 +9,7 @@ is given the reason (:func:`fallback_reason`), and the plan's notes repeat it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterable, Protocol
 
@@ -23,6 +24,7 @@ from tempura.optimizer.choosers import Pick
 from tempura.optimizer.keys import state_keys
 from tempura.optimizer.layouts import find_merges, find_probes
 from tempura.optimizer.plans import JoinHint, fill_template, in_order
+from tempura.rules.physical.tvr import KEYED
 from tempura.rules.tvr import RULES, Expansion
 from tempura.stats.relation import RelStats
 from tempura.tvr.operators import SourceRead, StateRead
@@ -211,7 +213,7 @@ class Extractor:
             lines.append(f"{'  ' * depth}LoadState {state.id} (saved by {producer.id} at t{producer.time}) rows={stats.rows:.4g}")
             return self._state_read(state.id, pick.group, into, stats)
         alt = pick.alternative
-        own = alt.own
+        own = alt.own if alt.full is None else alt.full  # a keyed read is priced with the plan's layouts
         assert isinstance(own, CostVector)
         into.cost = into.cost + own
         lines.append(f"{'  ' * depth}{alt.operator} {alt.details}  rows={stats.rows:.4g} cost={format_time(own.times[props.time - 1])}")
@@ -223,8 +225,11 @@ class Extractor:
         if origin is not None:
             into.methods.add(RULE_METHOD[origin])
         if isinstance(alt.logical, SourceRead):
-            into.sources.add(alt.logical)
-            lowered = alt.logical.lower([])
+            read = alt.logical
+            if alt.hint is not None and alt.hint.startswith(f"{KEYED}:"):  # a view of its own, pruned by its probe
+                read = dataclasses.replace(read, keyed=alt.hint.split(":", 1)[1])
+            into.sources.add(read)
+            lowered = read.lower([])
             into.reads[id(lowered)] = own.times[into.time - 1]
             return lowered
         plan = fill_template(alt.logical, children)

@@ -30,17 +30,11 @@ from tempura.algebra import (Aggregate, Distinct, Filter, Join, JoinKind, Logica
 from tempura.cost.model import Cost, CostConstants
 from tempura.cost.vector import CostVector, Objective
 from tempura.stats.relation import RelStats
-from tempura.tvr.layout import (MAX_BUCKETS, MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, column_of, equalities, leaves,
-                                pruned, scans_of, touched)
+from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, bucket_counts, column_of, equalities,
+                                leaves, probed_sides, pruned, scans_of, touched)
 from tempura.tvr.operators import (Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, StateRows,
                                    ToDelta)
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
-
-
-def _probed_sides(kind: JoinKind) -> tuple[bool, bool]:
-    """Whether a join of ``kind`` may read only the matching keys of its (left, right) input."""
-    return {JoinKind.INNER: (True, True), JoinKind.SEMI: (True, True), JoinKind.LEFT: (False, True),
-            JoinKind.RIGHT: (True, False), JoinKind.ANTI: (False, True)}.get(kind, (False, False))
 
 
 def find_probes(plan: LogicalPlan, stats: Callable[[LogicalPlan], RelStats | None], time: int,
@@ -53,7 +47,7 @@ def find_probes(plan: LogicalPlan, stats: Callable[[LogicalPlan], RelStats | Non
 
     def visit(node: LogicalPlan) -> None:
         if isinstance(node, Join):
-            left_ok, right_ok = _probed_sides(node.kind)
+            left_ok, right_ok = probed_sides(node.kind)
             ls, rs = stats(node.left), stats(node.right)
             for a, b in equalities(node.condition):
                 if a in node.right.schema.names and b in node.left.schema.names:
@@ -183,10 +177,6 @@ class Choice:
     layout: Layout
     intervals: tuple[int, ...]
     saving: float
-
-
-def bucket_counts() -> list[int]:
-    return [2 ** n for n in range(1, int(math.log2(MAX_BUCKETS)) + 1)]
 
 
 def read_share(probe: Probe, size: float, k: CostConstants) -> float:
@@ -395,6 +385,6 @@ def price_states(fragment: Fragment, layouts: Mapping[str, Layout], constants: C
         fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
 
 
-__all__ = ["Choice", "bucket_counts", "choose_layouts", "choose_merge_layouts", "choose_state_layouts", "merge_chains",
+__all__ = ["Choice", "choose_layouts", "choose_merge_layouts", "choose_state_layouts", "merge_chains",
            "price_merges", "versions_of_one_relation", "change_keys", "find_merges", "find_probes", "interval_gain",
            "price", "price_states"]

@@ -3,7 +3,7 @@
 A one-off query runs :data:`ONE_OFF`: ``normalize`` → ``explore`` → ``collapse`` → ``implement``
 → ``extract``. A standing query runs :data:`STANDING`: ``normalize`` → ``explore`` →
 ``implement`` → ``expand`` → ``copy`` → ``rewrite-expanded`` → ``collapse`` → ``search`` →
-``select-states`` → ``extract``. Each phase works on one :class:`Planning`:
+``select-states`` → ``extract`` → ``layouts``. Each phase works on one :class:`Planning`:
 
 - ``normalize``: predicate pushdown and projection pruning to a fixpoint
   (:func:`tempura.rules.logical.normalize`);
@@ -31,7 +31,10 @@ A one-off query runs :data:`ONE_OFF`: ``normalize`` → ``explore`` → ``collap
   ILP over an instance built from the memo — disabled, the search's own winners are kept, which
   share nothing between consumers;
 - ``extract``: the winner back to a logical plan with join hints (one-off), or to fragments and
-  kept states (:class:`~tempura.optimizer.extract.Extractor`).
+  kept states (:class:`~tempura.optimizer.extract.Extractor`);
+- ``layouts``: how each probed source lands and each probed state is written, over the whole
+  plan (:mod:`tempura.optimizer.layouts`) — disabled, nothing is laid out and the search offers
+  no keyed reads.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from tempura.rules.logical.collapse import collapse
 from tempura.rules.logical.joins import JoinAssociate, JoinPushThroughJoin, canonical_joins
 from tempura.rules.logical.reorder import JoinReorder
 from tempura.rules.physical import SparkImplementer
-from tempura.rules.physical.tvr import TimedImplementer
+from tempura.rules.physical.tvr import KEYED_READ, TimedImplementer
 from tempura.rules.registry import REGISTRY, exploration_rules
 from tempura.rules.tvr import Expansion, rules_for
 from tempura.rules.tvr.expansion import COPY_FROM
@@ -288,9 +291,12 @@ def _search(p: Planning) -> str:
     if not p.roots:
         raise TempuraError(f"nothing to plan: every delivery is before t{asked.resume.floor}")
     p.committed = committed_groups(memo, expansion, p.signatures, asked.resume)
+    laid = {c.id: c.layout for c in asked.resume.states if c.layout is not None}
     p.implementer = TimedImplementer(memo, p.costs, asked.objective, SparkImplementer(memo, p.costs, p.classic_off),
                                      asked.resume.floor, {g: t for g, (t, _) in p.committed.items()}, p.prover,
-                                     lambda table: not asked.insert_only(table))
+                                     lambda table: not asked.insert_only(table), asked.fraction,
+                                     probing=not {"layouts", KEYED_READ.name} & p.off,
+                                     committed_layouts={g: laid[i] for g, (_, i) in p.committed.items() if i in laid})
     p.search = Search(memo, p.implementer)
     for v, group in p.roots.items():
         if p.search.optimize(group, Props(time=v)) is None:

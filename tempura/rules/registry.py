@@ -30,6 +30,7 @@ from tempura.rules.logical.collapse import RULE_CLASSES as COLLAPSE_RULES
 from tempura.rules.logical.joins import JoinAssociate, JoinCommute, JoinPushThroughJoin
 from tempura.rules.logical.reorder import DP_LIMIT, JoinReorder
 from tempura.rules.physical import ENFORCERS, IMPLEMENTATIONS
+from tempura.rules.physical.tvr import KEYED_READ
 from tempura.rules.tvr import RULES as TVR_RULES
 from tempura.rules.tvr import TvrRule
 
@@ -135,7 +136,7 @@ def _build() -> Registry:
         RuleInfo(PRUNE, "normalize", "normalize", "any plan", _algebra(prune_columns)),
         *(_memo_rule(r, "explore") for r in exploration_rules()),
         *(_memo_rule(cls(), "collapse") for cls in COLLAPSE_RULES),
-        *(_implementation(r) for r in (*IMPLEMENTATIONS, *ENFORCERS)),
+        *(_implementation(r) for r in (*IMPLEMENTATIONS, KEYED_READ, *ENFORCERS)),
         *(_tvr(r) for r in TVR_RULES),
     ])
 

@@ -18,14 +18,16 @@ touches every bucket.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from sqlglot import exp
 
-from tempura.algebra import (Aggregate, Distinct, Filter, Join, JoinKind, LogicalPlan, PartialAggregate, Project, Scan,
-                             Sort, Union, Window)
-from tempura.algebra.expressions import conjuncts
+from tempura.algebra import (Aggregate, Distinct, Filter, Join, JoinKind, LogicalPlan, PartialAggregate, Project,
+                             Projection, Scan, Sort, Union, Window)
+from tempura.algebra.expressions import col, conjuncts
+from tempura.cost.model import CostConstants
 from tempura.tvr.operators import Consolidate, Finalize, StateAggregate, StateMerge, StateRows, ToDelta
 
 # The partition column a laid-out folder's buckets are written under (``tempura_bucket=<b>``).
@@ -50,6 +52,42 @@ class Layout:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Layout:
         return cls(str(data["column"]), int(data["buckets"]))
+
+
+def bucket_counts() -> list[int]:
+    """The bucket counts a layout may have: the powers of two from 2 to :data:`MAX_BUCKETS`."""
+    return [2 ** n for n in range(1, int(math.log2(MAX_BUCKETS)) + 1)]
+
+
+def probed_sides(kind: JoinKind) -> tuple[bool, bool]:
+    """Whether a join of ``kind`` may read only the matching keys of its (left, right) input."""
+    return {JoinKind.INNER: (True, True), JoinKind.SEMI: (True, True), JoinKind.LEFT: (False, True),
+            JoinKind.RIGHT: (True, False), JoinKind.ANTI: (False, True)}.get(kind, (False, False))
+
+
+def worth_probing(keys: float, size: float) -> bool:
+    """Whether a probe by ``keys`` distinct keys of a read of ``size`` bytes can prune: the read
+    splits into at least four buckets of :data:`MIN_BUCKET_BYTES`, and the keys leave a tenth of
+    the most buckets untouched."""
+    return size >= 4 * MIN_BUCKET_BYTES and touched(MAX_BUCKETS, keys) < 0.9 * MAX_BUCKETS
+
+
+def keyed_reads(read: float, size: float, rows: float, keys: float, k: CostConstants) -> list[tuple[int, float, float]]:
+    """A read of ``size`` bytes in ``rows`` rows costing ``read`` (model nanoseconds), probed by
+    ``keys`` distinct keys, laid out in each bucket count it may be split into (no bucket under
+    :data:`MIN_BUCKET_BYTES` on average): ``(buckets, its cost, the layout's upkeep)``. The cost
+    is the touched buckets' share of the read, an open per touched bucket and the job finding
+    them; the upkeep is what writing the rows bucketed adds: a shuffle by bucket and a file per
+    bucket."""
+    out = []
+    for n in bucket_counts():
+        if size < n * MIN_BUCKET_BYTES:
+            break
+        hit = touched(n, keys)
+        files = min(float(n), rows)
+        out.append((n, read * hit / n + hit * k.file_open + k.stage,
+                    size * (k.network + k.local_write + k.local_read) + files * k.file_open))
+    return out
 
 
 def touched(buckets: int, distinct: float) -> float:
@@ -118,30 +156,37 @@ def leaves(plan: LogicalPlan, column: str) -> list[Leaf]:
     if isinstance(plan, Scan):
         found = next((c for c in plan.columns if c.field.name == column), None)
         return [(plan, found.source)] if found is not None else []
+    return [leaf for index, name in passes(plan, column) for leaf in leaves(plan.inputs[index], name)]
+
+
+def passes(plan: LogicalPlan, column: str) -> list[tuple[int, str]]:
+    """The inputs of ``plan`` (by index, each with its column) a filter on its output column
+    ``column`` can be pushed into: through filters, projections keeping the column, unions,
+    consolidation, groupings, partial-state merges and window partitions by it, and joins."""
     if isinstance(plan, (Filter, Distinct, Consolidate, ToDelta, Sort)) or plan.operator == "Repeat":
-        return leaves(plan.inputs[0], column)
+        return [(0, column)]
     if isinstance(plan, Project):
         kept = next((p for p in plan.projections if p.field.name == column), None)
         name = column_of(kept.expression) if kept is not None else None
-        return leaves(plan.input, name) if name is not None else []
+        return [(0, name)] if name is not None else []
     if isinstance(plan, Union):
-        names = plan.schema.names
+        names = list(plan.schema.names)
         if column not in names:
             return []
-        i = list(names).index(column)
-        return leaves(plan.left, plan.left.schema.names[i]) + leaves(plan.right, plan.right.schema.names[i])
+        i = names.index(column)
+        return [(0, plan.left.schema.names[i]), (1, plan.right.schema.names[i])]
     if isinstance(plan, (Aggregate, PartialAggregate, StateAggregate, StateRows, Finalize)):
-        return leaves(plan.inputs[0], column) if column in plan.keys else []
+        return [(0, column)] if column in plan.keys else []
     if isinstance(plan, StateMerge):
-        return leaves(plan.left, column) + leaves(plan.right, column) if column in plan.keys else []
+        return [(0, column), (1, column)] if column in plan.keys else []
     if isinstance(plan, Window):
-        return leaves(plan.input, column) if column in plan.partition_keys else []
+        return [(0, column)] if column in plan.partition_keys else []
     if isinstance(plan, Join):
-        return _join_leaves(plan, column)
+        return _join_passes(plan, column)
     return []
 
 
-def _join_leaves(plan: Join, column: str) -> list[Leaf]:
+def _join_passes(plan: Join, column: str) -> list[tuple[int, str]]:
     """Through a join: into the input the column comes from, where the join keeps that input's
     rows by their own values (not the padded side of an outer join); and into the other input
     by the column the condition equates it with, where a row of the other input can only
@@ -150,17 +195,17 @@ def _join_leaves(plan: Join, column: str) -> list[Leaf]:
     left_has, right_has = column in plan.left.schema.names, column in plan.right.schema.names
     if left_has == right_has:
         return []
-    own, other = (plan.left, plan.right) if left_has else (plan.right, plan.left)
+    own, other = (0, 1) if left_has else (1, 0)
     keeps_own = plan.kind in ((JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.CROSS) if left_has
                               else (JoinKind.INNER, JoinKind.RIGHT, JoinKind.CROSS))
     if not keeps_own:
         return []
-    out = leaves(own, column)
+    out = [(own, column)]
     probes_other = plan.kind in ((JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) if left_has
                                  else (JoinKind.INNER, JoinKind.RIGHT))
     partner = next((b if a == column else a for a, b in equalities(plan.condition) if column in (a, b)), None)
-    if probes_other and partner is not None and partner in other.schema.names:
-        out += leaves(other, partner)
+    if probes_other and partner is not None and partner in plan.inputs[other].schema.names:
+        out.append((other, partner))
     return out
 
 
@@ -183,17 +228,34 @@ def scans_of(plan: LogicalPlan, table: str) -> int:
 
 def pruned(probes: Sequence[Probe], plan: LogicalPlan) -> dict[str, Probe]:
     """The reads (by view) of a fragment's ``plan`` its ``probes`` may prune: every scan of the
-    view is under a probe, and all of them by the same column and the same keys."""
+    view is under a probe, all of them by the same column. Probes by different joins prune it
+    by all their keys: one probe whose probing side is the union of theirs."""
     by_view: dict[str, list[Probe]] = {}
     for probe in probes:
         by_view.setdefault(probe.view, []).append(probe)
     out = {}
     for view, found in by_view.items():
         first = found[0]
-        if len(found) == scans_of(plan, view) and all(
-                p.column == first.column and p.key == first.key and p.on is first.on for p in found):
-            out[view] = first
+        if len(found) != scans_of(plan, view) or any(p.column != first.column for p in found):
+            continue
+        sides = list({id(p.on): p for p in found}.values())
+        out[view] = first if len(sides) == 1 else _united(sides)
     return out
 
 
-__all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Leaf", "Merge", "Probe", "column_of", "equalities", "leaves", "pruned", "scans_of", "touched"]
+def _united(probes: Sequence[Probe]) -> Probe:
+    """One probe by the keys of all of ``probes`` (one read, one column): their probing sides'
+    key columns, united under the first one's name."""
+    first = probes[0]
+    field = next(f for f in first.on.schema.fields if f.name == first.key)
+    keys: LogicalPlan | None = None
+    for probe in probes:
+        side = Project(probe.on, (Projection(field.renamed(first.key), col(probe.key)),))
+        keys = side if keys is None else Union(keys, side, True, (field,))
+    assert keys is not None
+    return Probe(first.view, first.column, keys, first.key, sum(p.distinct for p in probes), first.rows, first.bytes,
+                 first.time, first.cost)
+
+
+__all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Leaf", "Merge", "Probe", "bucket_counts", "column_of",
+           "equalities", "keyed_reads", "leaves", "passes", "probed_sides", "pruned", "scans_of", "touched", "worth_probing"]

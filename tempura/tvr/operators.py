@@ -76,12 +76,15 @@ class SourceRead(TvrOperator):
     """The rows of ``scan``'s table that arrived in ``(t_start, t_end]``; a Z-set when
     ``delta``, else the snapshot at version ``end`` (``start`` 0) or, of a source that only
     inserts, the bag of its rows that arrived after ``t_start`` (``SS(start,end]``: what a join
-    keeps of a snapshot when the rows its other side may match all landed after ``t_start``)."""
+    keeps of a snapshot when the rows its other side may match all landed after ``t_start``).
+    ``keyed``: the column a probe reads it by, when the plan reads it as a keyed read (a view of
+    its own, pruned by its probe alone whatever the fragment's other reads of the rows)."""
 
     scan: Scan
     start: int
     end: int
     delta: bool
+    keyed: str = ""
 
     def _derive_schema(self) -> Schema:
         return with_mult(self.scan.schema) if self.delta else self.scan.schema
@@ -99,14 +102,16 @@ class SourceRead(TvrOperator):
     @property
     def view(self) -> str:
         """The name the runtime registers this read under."""
-        return f"{self.scan.table}__{'sd' if self.delta else 'ss'}_{self.start}_{self.end}"
+        keyed = f"__by_{self.keyed}" if self.keyed else ""
+        return f"{self.scan.table}__{'sd' if self.delta else 'ss'}_{self.start}_{self.end}{keyed}"
 
     def describe(self) -> str:
         """The read as a user reads it: ``sales, changes up to t2``."""
         span = f"up to t{self.end}" if not self.start else f"in (t{self.start}, t{self.end}]"
+        keyed = f", by {self.keyed}" if self.keyed else ""
         if self.delta:
-            return f"{self.scan.table}, changes {span}"
-        return f"{self.scan.table}, rows landed {span}" if self.start else f"{self.scan.table}, snapshot at t{self.end}"
+            return f"{self.scan.table}, changes {span}{keyed}"
+        return (f"{self.scan.table}, rows landed {span}" if self.start else f"{self.scan.table}, snapshot at t{self.end}") + keyed
 
     def details(self) -> str:
         return f"{self.scan.details()} {self.form}"

@@ -21,24 +21,49 @@ here: a source read, a file scan of the interval's rows (a snapshot of a source 
 delete is also consolidated: :meth:`~tempura.cost.operators.SparkCosts.change_snapshot`); ``Repeat``, Spark's ``explode``
 of each row's count; and, for a group the :class:`~tempura.tvr.bounds.Prover` proves empty, an
 empty relation at no cost (``Empty``), whatever the group's other expressions would read.
+
+**Keyed reads** (``keyed-read``): an equi-join whose other side is smaller offers its probed side
+a probe (:class:`~tempura.memo.properties.Probing`: the key column and the other side's distinct
+keys, rounded up to a power of two so that offers of about as many keys share their plans), which
+filters, projections, unions and groupings by the key pass down (:func:`~tempura.tvr.layout.passes`;
+a join makes its own offers instead: passing them through joins too multiplied the search for
+little, and the ``layouts`` phase still follows keys through joins). Under a probe, a source read and a load of a kept state
+have a second alternative besides the whole read: a read of a keyed layout, priced by the
+buckets the keys are expected to touch in the bucket count cheapest for it, plus the layout's
+upkeep (writing the interval or the state bucketed) at the time point it is written. So the
+search and the state selection weigh a plan whose probes read a fraction of a big input as that
+fraction; which layouts the plan's sources and states get is settled after extraction, over the
+whole plan (:mod:`tempura.optimizer.layouts`), and the fragments are charged the whole reads
+until then (:attr:`~tempura.memo.Alternative.full`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Callable, Sequence
 
-from tempura.algebra import LogicalPlan, Repeat, Values
+from tempura.algebra import Join, LogicalPlan, Repeat, Values
+from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import Alternative, Group, GroupRef, Memo
-from tempura.memo.properties import BROADCAST, BROADCASTED, NO_PROPS, SINGLE_PARTITION, Props
+from tempura.memo.properties import BROADCAST, BROADCASTED, NO_PROPS, SINGLE_PARTITION, Probing, Props
 from tempura.algebra import PartialAggregate
+from tempura.rules.base import Implementation
 from tempura.rules.physical.implementer import SparkImplementer
 from tempura.rules.tvr.expansion import available
 from tempura.stats.relation import RelStats
 from tempura.infer.prover import Prover
+from tempura.tvr.layout import Layout, equalities, keyed_reads, passes, probed_sides, touched, worth_probing
 from tempura.tvr.operators import SourceRead
 
+KEYED_READ = Implementation(
+    "keyed-read", "SourceRead | LoadState, probed",
+    "A source read or a kept state's load under a join's probe as a read of a keyed layout: only the hash buckets "
+    "the other side's keys fall in, priced by the buckets they are expected to touch, plus writing the layout.")
+
+KEYED = "KEYED"  # a keyed read's hint: ``KEYED:<column>``, the column its probe reads it by
 LOAD = "LoadState"
 COMMITTED = "CommittedState"
 EMPTY = "Empty"
@@ -53,8 +78,14 @@ class TimedImplementer:
 
     def __init__(self, memo: Memo, costs: SparkCosts, objective: Objective, inner: SparkImplementer,
                  floor: int = 1, committed: dict[int, int] | None = None, prover: Prover | None = None,
-                 deletes: Callable[[str], bool] | None = None) -> None:
+                 deletes: Callable[[str], bool] | None = None, fraction: Callable[[str, int, int], float] | None = None,
+                 probing: bool = False, committed_layouts: dict[int, Layout] | None = None) -> None:
         self.memo = memo
+        self.committed_layouts = dict(committed_layouts or {})  # group -> the layout its committed state has
+        # a source's share of its cycle's rows in (start, end]: how a read's bytes spread over
+        # the intervals that land them (the upkeep of a keyed layout is paid as each lands)
+        self.fraction = fraction or (lambda _table, _start, _end: 0.0)
+        self.probing = probing  # whether joins offer probes (keyed reads)
         self.prover = prover
         # whether a source (by table) may deliver deletions: its snapshots are consolidated
         self.deletes = deletes or (lambda _table: False)
@@ -79,9 +110,13 @@ class TimedImplementer:
         if time < self.available(group.id):
             return []
         if time < self.floor:
-            return self._committed(group, expr, required)
+            return self._committed(group, expr, required.probed(None))
         timed = self._timed.get((group.id, expr, required))
         if timed is not None:
+            return timed
+        if required.probe is not None:
+            plain = self.implement(group, expr, required.probed(None))
+            timed = self._timed[(group.id, expr, required)] = [*plain, *self._probed(group, expr, required, plain)]
             return timed
         untimed = required.at(0)
         key = (group.id, expr, untimed)
@@ -91,6 +126,8 @@ class TimedImplementer:
                 alternatives = self._tvr(group, expr)
             else:
                 alternatives = self.inner.implement(group, expr, untimed)
+                if self.probing and isinstance(expr, Join):
+                    alternatives = [*alternatives, *self._probing(expr, alternatives)]
             self._untimed[key] = alternatives
         timed = self._timed[(group.id, expr, required)] = [self._at(a, time) for a in alternatives]
         return timed
@@ -99,12 +136,135 @@ class TimedImplementer:
         time = required.time
         if time < self.available(group.id) or time < self.floor:
             return []
-        out = [self._at(a, time) for a in self.inner.enforce(group, required.at(0))]
+        probe = required.probe
+        plain = required.probed(None)
+        out = [self._at(self._offering(a, probe), time) for a in self.inner.enforce(group, plain.at(0))]
         if required.is_any and self.keepable(group):
-            out.extend(self._loads(group, time))
+            out.extend(self._loads(group, time, probe))
         if self.prover is not None and self.prover.empty(group.id):
-            out.append(self._empty(group, required))
+            out.append(self._empty(group, plain))
         return out
+
+    # -- keyed reads -------------------------------------------------------------------------
+
+    def _probing(self, join: Join, alternatives: Sequence[Alternative]) -> list[Alternative]:
+        """``join``'s alternatives again, each side it may read only the matching keys of (the
+        larger, where the other side's keys are few enough to prune by) offered a probe."""
+        sides = (join.left, join.right)
+        stats = [self.memo.group(self.memo.find(ref.group)).stats for ref in sides]  # type: ignore[attr-defined]
+        out: list[Alternative] = []
+        for index, ok in enumerate(probed_sides(join.kind)):
+            mine, theirs = stats[index], stats[1 - index]
+            if not ok or theirs.rows >= mine.rows:
+                continue
+            best: Probing | None = None
+            for a, b in equalities(join.condition):
+                column, key = (a, b) if a in sides[index].schema.names else (b, a)
+                if column not in sides[index].schema.names or key not in sides[1 - index].schema.names:
+                    continue
+                # rounded up to a power of two: offers of about as many keys share their plans
+                keys = 2.0 ** math.ceil(math.log2(max(min(theirs.ndv(key) or theirs.rows, theirs.rows), 1.0)))
+                if worth_probing(keys, mine.bytes) and (best is None or keys < best.keys):
+                    best = Probing(column, keys)
+            if best is None:
+                continue
+            side = "left" if index == 0 else "right"
+            for alt in alternatives:
+                children = list(alt.children)
+                child, props = children[index]
+                if props.distribution.kind == BROADCAST:
+                    continue  # the larger side broadcast: never the cheaper way
+                children[index] = (child, props.probed(best))
+                out.append(dataclasses.replace(alt, children=tuple(children),
+                                               details=f"{alt.details}, probing {side} by {best.column}"))
+        return out
+
+    @staticmethod
+    def _offering(alt: Alternative, probe: Probing | None) -> Alternative:
+        """An enforcer passing ``probe`` to its input (an exchange or sort moves every row it reads)."""
+        if probe is None:
+            return alt
+        return dataclasses.replace(alt, children=tuple((child, props.probed(probe)) for child, props in alt.children))
+
+    def _probed(self, group: Group, expr: LogicalPlan, required: Props, plain: Sequence[Alternative]) -> list[Alternative]:
+        """What a probe adds to ``expr``'s ``plain`` alternatives: a keyed read of a source, or
+        each alternative again with the probe passed to the inputs the key reaches."""
+        probe = required.probe
+        assert probe is not None
+        if isinstance(expr, SourceRead):
+            return [alt for alt in (self._keyed_read(group, expr, a, probe, required.time) for a in plain) if alt is not None]
+        reached = passes(expr, probe.column) if not isinstance(expr, Join) else []
+        if not reached:
+            return []
+        out = []
+        for alt in plain:
+            if alt.logical is not expr or len(alt.children) != len(expr.inputs):
+                continue
+            children = list(alt.children)
+            for index, column in reached:
+                child, props = children[index]
+                if props.probe is None:
+                    children[index] = (child, props.probed(Probing(column, probe.keys)))
+            if tuple(children) != alt.children:
+                out.append(dataclasses.replace(alt, children=tuple(children)))
+        return out
+
+    def _cheapest_layout(self, read: float, stats: RelStats, keys: float, upkeep_at: Sequence[tuple[int, float]],
+                         time: int) -> tuple[int, CostVector] | None:
+        """The bucket count a probed read costing ``read`` at ``time`` is cheapest in, and the
+        read's cost then plus the layout's upkeep (``upkeep_at``: the time points its parts are
+        written at, with each one's share of the bytes); ``None`` when no layout beats the
+        whole read."""
+        best: tuple[int, CostVector] | None = None
+        whole = CostVector.at(time, Cost(io=read), self.objective).total
+        for n, cost, upkeep in keyed_reads(read, stats.bytes, stats.rows, keys, self.costs.k):
+            vector = CostVector.at(time, Cost(io=cost), self.objective)
+            for at, share in upkeep_at:
+                vector = vector + CostVector.at(at, Cost(io=upkeep * share), self.objective)
+            if vector.total < whole and (best is None or vector.total < best[1].total):
+                best = (n, vector)
+        return best
+
+    def _keyed_read(self, group: Group, expr: SourceRead, plain: Alternative, probe: Probing, time: int) -> Alternative | None:
+        """``expr``'s read of only the buckets ``probe``'s keys touch, its intervals landed
+        hash-bucketed by the probe's column (those landing at or after the floor pay the upkeep)."""
+        own = plain.own
+        assert isinstance(own, CostVector)
+        column = next((c.source for c in expr.scan.columns if c.field.name == probe.column), None)
+        if column is None:
+            return None
+        table = expr.scan.table
+        whole = self.fraction(table, expr.start, expr.end)
+        shares = [(i, self.fraction(table, i - 1, i) / whole if whole > 0 else 1.0 / (expr.end - expr.start))
+                  for i in range(expr.start + 1, expr.end + 1) if i >= self.floor]
+        found = self._cheapest_layout(own.times[time - 1], group.stats, probe.keys, shares, time)
+        if found is None:
+            return None
+        n, cost = found
+        return dataclasses.replace(plain, details=f"{plain.details}, keyed by {probe.column} in {n} buckets",
+                                   own=cost.with_rows(group.stats.rows), rule=KEYED_READ.name, full=own,
+                                   hint=f"{KEYED}:{column}")
+
+    def load_cost(self, group: Group, required: Props, kept_at: int) -> CostVector:
+        """Reading ``group``'s state kept at ``kept_at`` at ``required``'s time point: the whole
+        state, or under a probe, the touched buckets of it laid out (its upkeep paid as it is
+        saved) when that is cheaper."""
+        time = required.time
+        load = self.costs.state_read(group.stats)
+        whole = CostVector.at(time, load, self.objective)
+        probe = required.probe
+        if probe is None or not worth_probing(probe.keys, group.stats.bytes):
+            return whole
+        if kept_at < self.floor:  # committed: read by the layout it has, if it is the probe's
+            layout = self.committed_layouts.get(self.memo.find(group.id))
+            if layout is None or layout.column != probe.column:
+                return whole
+            hit = touched(layout.buckets, probe.keys)
+            keyed = CostVector.at(time, Cost(io=load.total * hit / layout.buckets + hit * self.costs.k.file_open + self.costs.k.stage),
+                                  self.objective)
+            return keyed if keyed.total < whole.total else whole
+        found = self._cheapest_layout(load.total, group.stats, probe.keys, [(kept_at, 1.0)], time)
+        return found[1] if found is not None else whole
 
     def _empty(self, group: Group, required: Props) -> Alternative:
         """A proven-empty group as an empty relation: no cost, and any distribution or order."""
@@ -132,6 +292,7 @@ class TimedImplementer:
             alt.rule,
             alt.enforcer,
             alt.passthrough,
+            alt.full if alt.full is None or isinstance(alt.full, CostVector) else CostVector.at(time, alt.full, self.objective),  # type: ignore[arg-type]
         )
 
     def committed_at(self, group: int) -> int | None:
@@ -146,21 +307,24 @@ class TimedImplementer:
         return [Alternative(COMMITTED, f"saved at t{required.time}", (), CostVector.zero(self.objective).with_rows(group.stats.rows),  # type: ignore[arg-type]
                             _any, None, None, "committed-state")]
 
-    def _loads(self, group: Group, time: int) -> list[Alternative]:
+    def _loads(self, group: Group, time: int, probe: Probing | None = None) -> list[Alternative]:
         stats = group.stats
-        save, load = self.costs.state_write(stats), self.costs.state_read(stats)
+        save = self.costs.state_write(stats)
         out = []
         kept = self.committed_at(group.id)
         earlier_times = list(range(max(self.available(group.id), self.floor), time))
         if kept is not None and kept < self.floor:
             earlier_times.insert(0, kept)
         for earlier in earlier_times:
-            own = CostVector.at(earlier, save, self.objective) + CostVector.at(time, load, self.objective)
-            if earlier < self.floor:
-                own = CostVector.at(time, load, self.objective)
+            whole = self.load_cost(group, Props(time=time), earlier)
+            read = self.load_cost(group, Props(time=time, probe=probe), earlier)
+            saved = CostVector.zero(self.objective) if earlier < self.floor else CostVector.at(earlier, save, self.objective)
+            keyed = read != whole
             out.append(
-                Alternative(LOAD, f"saved at t{earlier}", ((group.id, NO_PROPS.at(earlier)),), own.with_rows(stats.rows),  # type: ignore[arg-type]
-                            _any, None, None, "load-state", enforcer=True)
+                Alternative(LOAD, f"saved at t{earlier}{', keyed by ' + probe.column if keyed and probe else ''}",
+                            ((group.id, NO_PROPS.at(earlier)),), (saved + read).with_rows(stats.rows),  # type: ignore[arg-type]
+                            _any, None, None, KEYED_READ.name if keyed else "load-state", enforcer=True,
+                            full=(saved + whole).with_rows(stats.rows) if keyed else None)  # type: ignore[arg-type]
             )
         return out
 
