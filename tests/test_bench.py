@@ -122,6 +122,24 @@ def test_join_order_refuses_a_query_of_the_other_suite() -> None:
     assert "unknown join-order query: q02" in result.output and "q17" in result.output
 
 
+def test_the_verdict_counts_running_a_contenders_own_plan_as_its_choice() -> None:
+    """``auto`` running ``ivm``'s very plan, measured a few percent above it: the noise between
+    two runs of one plan is no miss; a different plan measured above the best still is."""
+    from benchmarks.incremental import Attempt, Contender, verdicts
+
+    def runs(name: str, cpu: list[float], plans: set[str]) -> Contender:
+        return Contender(name, attempts=[Attempt(cpu, cpu, True)], plans=plans, last_plans=plans)
+
+    weights = [0.001, 1.0]
+    same = verdicts({"batch": runs("batch", [0.0, 2.5], {"b"}), "ivm": runs("ivm", [5.0, 0.84], {"i"}),
+                     "auto": runs("auto", [5.1, 0.87], {"i"})}, weights)
+    assert same["same_plan_as"] == ["ivm"] and same["ratio_objective_auto_to_best_other"] > 1
+    assert same["objective_target_met"] and same["last_point_target_met"]
+    other = verdicts({"batch": runs("batch", [0.0, 2.5], {"b"}), "ivm": runs("ivm", [5.0, 0.84], {"i"}),
+                      "auto": runs("auto", [5.1, 0.87], {"a"})}, weights)
+    assert not other["objective_target_met"] and not other["last_point_target_met"]
+
+
 def test_mqo_bench_measures_both_selectors_and_summarizes_the_targets(tmp_path: Path) -> None:
     from benchmarks import mqo
 
