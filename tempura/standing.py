@@ -243,7 +243,8 @@ class StandingQuery:
                 raise errors[method]
             raise TempuraError(f"method {method} has no plan for this query and output ({mode})")
         chosen = plans[method]
-        if calibration is not None and (calibration.stage is not None or calibration.fragments > 0):
+        if calibration is not None and (calibration.stage is not None or calibration.fragments > 0
+                                        or calibration.probe_keys is not None):
             chosen.notes.append(calibration.describe(self.spec.cost_constants.stage))
         return PlanChoice(method, mode, chosen, plans)
 

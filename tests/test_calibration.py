@@ -17,8 +17,8 @@ import pytest
 from historyfile import SHAPES, write_history
 from tempura.cost.model import CostConstants
 from tempura.scheduler.history import History
-from tempura.scheduler.calibration import (BOUNDS, MIN_CPU_SECONDS, MIN_FRAGMENTS, MIN_OWN, Sample, calibrate, calibrated, fit,
-                                           other_jobs)
+from tempura.scheduler.calibration import (BOUNDS, KEY_BOUNDS, MIN_CPU_SECONDS, MIN_FRAGMENTS, MIN_OWN, Sample, calibrate,
+                                           calibrated, fit, key_factor, other_jobs)
 
 DECLARED = 1e9
 
@@ -157,6 +157,35 @@ def test_a_pinned_stage_is_never_calibrated() -> None:
     assert found is not None and found.stage is not None
     assert moved.stage == pytest.approx(50e9) and moved.network == 300.0
     assert not math.isclose(moved.stage, constants.stage)
+
+
+def pruned(measured: float, expected: float, factor: float | None = None) -> dict[str, float | None]:
+    """A history row of a fragment whose pruned reads touched ``measured`` buckets where the plan,
+    its key estimates multiplied by ``factor``, expected ``expected``."""
+    return {"pruned_buckets_read": measured, "estimated_buckets_read": expected, "probe_keys": factor}
+
+
+def test_the_key_factor_is_the_measured_buckets_against_the_raw_estimates() -> None:
+    # a change feed's estimate counting each replaced key twice: twice the buckets it touches
+    rows = [pruned(45, 90), pruned(40, 82), pruned(50, 98)]
+    factor, reads = key_factor(rows)
+    assert reads == 3 and factor == pytest.approx(135 / 270)
+    # estimates made with that factor already, and measured alike: the factor stays
+    again, _ = key_factor([pruned(45, 45, 0.5), pruned(41, 41, 0.5)])
+    assert again == pytest.approx(0.5)
+    # rows without a pruned read, or with nothing expected, are no evidence
+    assert key_factor([pruned(45, 90), {"pruned_buckets_read": None}, pruned(3, 0)]) == (None, 1)
+    assert key_factor([pruned(1, 1000)] * MIN_OWN)[0] == pytest.approx(1 / KEY_BOUNDS)
+
+
+def test_calibration_sets_the_key_factor_unless_pinned() -> None:
+    rows = [pruned(45, 90), pruned(40, 82)]
+    constants = CostConstants()
+    moved, found = calibrated(constants, set(), rows)
+    assert moved.probe_keys == pytest.approx(85 / 172) and moved.stage == constants.stage
+    assert found is not None and found.probe_reads == 2 and "key estimates times 0.494" in found.describe(constants.stage)
+    same, none = calibrated(constants, {"stage", "probe_keys"}, rows)
+    assert same == constants and none is None
 
 
 def test_other_jobs_histories_are_read_without_touching_them(tmp_path: Path) -> None:

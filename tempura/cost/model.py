@@ -50,6 +50,7 @@ class CostConstants:
     partitions: int = 4  # shuffle partitions: partial aggregates emit up to this many rows per group
     broadcast_threshold: float = 10 * MIB  # Spark's autoBroadcastJoinThreshold
     cpu_rate_weight: float = 3600.0  # streaming: CPU per unit of rate vs batch CPU (Beam seed)
+    probe_keys: float = 1.0  # a probe's distinct keys as estimated, times this (calibrated from the buckets pruned reads touch)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object]) -> CostConstants:

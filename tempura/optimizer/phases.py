@@ -371,6 +371,11 @@ def _layouts(p: Planning) -> str:
     plan = p.result
     assert isinstance(plan, MultiTimePlan)
     asked = p.asked()
+    factor = p.costs.k.probe_keys  # the key estimates, as the run history has calibrated them
+    if factor != 1.0:
+        for f in plan.fragments:
+            f.probes = tuple(dataclasses.replace(probe, distinct=probe.distinct * factor) for probe in f.probes)
+            f.merges = tuple(dataclasses.replace(merge, distinct=merge.distinct * factor) for merge in f.merges)
     reads = {read.view: read for f in plan.fragments for read in f.sources if not (
         f.method == "streaming" and read.delta and read.end == f.time and read.start == f.time - 1)}
     whole: dict[str, float] = {}  # per source, its cycle's bytes as its probed reads estimate them

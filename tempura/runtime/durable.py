@@ -99,6 +99,7 @@ class FragmentRun:
     estimated_fixed_seconds: float = 0.0  # their share of ``estimated_seconds``
     pruned: list[PrunedRead] = field(default_factory=list)  # its reads of laid-out landings, pruned by a probe
     estimated_buckets_read: float = 0.0  # the buckets the plan expected them to touch
+    probe_keys: float = 1.0  # the factor the plan's key estimates were multiplied by (CostConstants.probe_keys)
 
     def to_json(self) -> dict[str, Any]:
         out = {"id": self.id, "time": self.time, "method": self.method, "form": self.form, "output": self.output,
@@ -111,7 +112,7 @@ class FragmentRun:
                         "pruned_bytes": sum(p.bytes for p in self.pruned),
                         "pruned_buckets_read": sum(p.buckets_read for p in self.pruned),
                         "pruned_buckets": sum(p.buckets for p in self.pruned),
-                        "estimated_buckets_read": self.estimated_buckets_read})
+                        "estimated_buckets_read": self.estimated_buckets_read, "probe_keys": self.probe_keys})
         return out
 
 
@@ -297,9 +298,11 @@ class DurableExecutor:
         expected = sum(self._expected(r, probes[r.view]) for r in later if any(p.read == r.view for p in reads))
         expected += sum(touched(layout.buckets, probes[s].distinct) for s in probed_states
                         if (layout := saved[s].layout) is not None and any(p.read == s for p in reads))
+        if merge is not None and (layout := saved[merge.state].layout) is not None and any(p.read == merge.state for p in reads):
+            expected += touched(layout.buckets, merge.distinct)
         return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
                            fragment.cost.times[index - 1] / 1e9, metrics, fragment.cost.stages,
-                           fragment.cost.stages * plan.constants.stage / 1e9, reads, expected)
+                           fragment.cost.stages * plan.constants.stage / 1e9, reads, expected, plan.constants.probe_keys)
 
     def _keyed_merge(self, fragment: Fragment, planned: KeptState | None, saved: Mapping[str, SavedState],
                      probes: Mapping[str, Probe]) -> Merge | None:

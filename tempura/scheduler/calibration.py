@@ -33,6 +33,15 @@ The fit is refused (the declared constant stays) when it cannot tell the two kin
 The result is kept within :data:`BOUNDS` of the declared value, so that one odd history cannot
 take the model to an extreme. A spec that sets ``cost: {stage: …}`` pins the constant: it is
 then never calibrated.
+
+**The keys a probe touches** (``CostConstants.probe_keys``). A pruned read records the buckets it
+read against those the plan expected from its estimate of the probe's distinct keys
+(``estimated_buckets_read``, made with the factor then in use, ``probe_keys``). Where a layout
+prunes, the keys are few against the buckets and the buckets touched grow with the keys, so
+``Σ measured / Σ (expected / factor)`` over the job's recent pruned reads is what the raw key
+estimates are off by: the factor the next plan multiplies them by (at least :data:`MIN_OWN`
+reads; within :data:`KEY_BOUNDS` either way; ``cost: {probe_keys: …}`` pins it). A change feed's
+delta, where a deletion and its re-insertion count as two keys, is the case it corrects most.
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ MIN_CPU_SECONDS = 0.005  # fragments measured below this are noise, left out
 MIN_SPREAD = 0.05
 WINDOW = 200  # the most recent fragments of each history that are used
 BOUNDS = 100.0  # the calibrated constant stays within this factor of the declared one
+KEY_BOUNDS = 10.0  # the calibrated key factor stays within this factor of 1
 
 
 @dataclass(frozen=True)
@@ -77,15 +87,19 @@ class Calibration:
     per_stage: float = math.nan  # β: executor seconds per stage, shared by the jobs
     error: float = math.nan  # median relative error of the job's fitted estimates
     reason: str = ""
+    probe_keys: float | None = None  # the calibrated factor on probes' key estimates, if there is one
+    probe_reads: int = 0  # the pruned reads it was calibrated from
 
     def describe(self, declared: float) -> str:
         """One line for ``tempura plan`` and the run history."""
+        keys = (f"; probes' key estimates times {self.probe_keys:.3g} (the buckets {self.probe_reads} pruned reads "
+                f"touched against the expected)") if self.probe_keys is not None else ""
         if self.stage is None:
-            return f"stage cost not calibrated ({self.reason}); {declared / 1e9:.3g} s per stage as declared"
+            return f"stage cost not calibrated ({self.reason}); {declared / 1e9:.3g} s per stage as declared{keys}"
         others = f", {self.pooled - self.fragments} of other jobs for the cost of a stage" if self.pooled > self.fragments else ""
         return (f"stage cost calibrated from {self.fragments} fragments{others}: {self.stage / 1e9:.3g} s per stage "
                 f"(declared {declared / 1e9:.3g} s; one stage measured {self.per_stage * 1e3:.3g} ms of CPU, one model "
-                f"second of work {self.per_model_second * 1e3:.3g} ms; median error {self.error:.0%}){self.reason}")
+                f"second of work {self.per_model_second * 1e3:.3g} ms; median error {self.error:.0%}){self.reason}{keys}")
 
 
 def samples(rows: Iterable[Mapping[str, Any]], job: str = "") -> list[Sample]:
@@ -213,19 +227,44 @@ def for_job(constants: CostConstants, pinned: Iterable[str], workdir: Location, 
     return calibrated(constants, pinned, history_at(history, read_only=True).fragments(), other_jobs(workdir, history))
 
 
+def key_factor(rows: Iterable[Mapping[str, Any]]) -> tuple[float | None, int]:
+    """The factor on probes' key estimates the history ``rows`` support (``None`` below
+    :data:`MIN_OWN` pruned reads), and the pruned reads it rests on: the buckets measured
+    against the raw estimate's (the recorded expectation divided by the factor it was made with)."""
+    found = []
+    for row in rows:
+        measured, expected = row.get("pruned_buckets_read"), row.get("estimated_buckets_read")
+        if measured is None or expected is None or float(expected) <= 0:
+            continue
+        found.append((float(measured), float(expected) / float(row.get("probe_keys") or 1.0)))
+    found = found[-WINDOW:]
+    if len(found) < MIN_OWN:
+        return None, len(found)
+    ratio = math.fsum(m for m, _ in found) / math.fsum(e for _, e in found)
+    return min(max(ratio, 1.0 / KEY_BOUNDS), KEY_BOUNDS), len(found)
+
+
 def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[Mapping[str, Any]],
                other_jobs: Mapping[str, Iterable[Mapping[str, Any]]] | None = None
                ) -> tuple[CostConstants, Calibration | None]:
-    """``constants`` with the stage cost the history ``rows`` (and ``other_jobs``') support, and
-    the fit (``None`` when ``stage`` is among the ``pinned`` names: set by the spec or the
+    """``constants`` with the stage cost the history ``rows`` (and ``other_jobs``') support and
+    the factor on probes' key estimates its pruned reads support, and the fit (``None`` when
+    both ``stage`` and ``probe_keys`` are among the ``pinned`` names: set by the spec or the
     command line)."""
-    if "stage" in set(pinned):
-        return constants, None
-    found = calibrate(rows, constants.stage, other_jobs)
-    if found.stage is None:
-        return constants, found
-    return dataclasses.replace(constants, stage=found.stage), found
+    pinned, rows = set(pinned), list(rows)
+    found: Calibration | None = None
+    if "stage" not in pinned:
+        found = calibrate(rows, constants.stage, other_jobs)
+        if found.stage is not None:
+            constants = dataclasses.replace(constants, stage=found.stage)
+    if "probe_keys" not in pinned:
+        factor, reads = key_factor(rows)
+        if factor is not None:
+            constants = dataclasses.replace(constants, probe_keys=factor)
+            found = dataclasses.replace(found or Calibration(None, 0, reason="set by the spec"), probe_keys=factor,
+                                        probe_reads=reads)
+    return constants, found
 
 
-__all__ = ["BOUNDS", "MIN_FRAGMENTS", "MIN_OWN", "Calibration", "Sample", "calibrate", "calibrated", "fit", "for_job",
-           "other_jobs", "samples"]
+__all__ = ["BOUNDS", "KEY_BOUNDS", "MIN_FRAGMENTS", "MIN_OWN", "Calibration", "Sample", "calibrate", "calibrated", "fit",
+           "for_job", "key_factor", "other_jobs", "samples"]

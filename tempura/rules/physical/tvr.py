@@ -163,7 +163,8 @@ class TimedImplementer:
                 if column not in sides[index].schema.names or key not in sides[1 - index].schema.names:
                     continue
                 # rounded up to a power of two: offers of about as many keys share their plans
-                keys = 2.0 ** math.ceil(math.log2(max(min(theirs.ndv(key) or theirs.rows, theirs.rows), 1.0)))
+                estimate = min(theirs.ndv(key) or theirs.rows, theirs.rows) * self.costs.k.probe_keys
+                keys = 2.0 ** math.ceil(math.log2(max(estimate, 1.0)))
                 if worth_probing(keys, mine.bytes) and (best is None or keys < best.keys):
                     best = Probing(column, keys)
             if best is None:
