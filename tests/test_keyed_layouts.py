@@ -22,6 +22,7 @@ from tempura.algebra import Field, Filter, Join, JoinKind, Project, Projection, 
 from tempura.cost.model import CostConstants
 from tempura.optimizer.layouts import find_probes, interval_gain
 from tempura.runtime.layout import PrunedRead, Pruning, probe_buckets, select_buckets, write_laid_out
+from tempura.scheduler.calibration import MIN_OWN
 from tempura.scheduler.history import history_at
 from tempura.standing import METHODS, StandingQuery
 from tempura.stats.relation import RelStats
@@ -168,13 +169,16 @@ def test_every_method_delivers_the_reference_over_laid_out_landings(fast_spark: 
             assert 0 < f["pruned_bytes_read"] < f["pruned_bytes"] / 4
             assert 0 < f["pruned_buckets_read"] <= f["estimated_buckets_read"] * 2 + 4
             assert f["pruned_buckets"] % first["landed"]["offers"]["layout"]["buckets"] == 0  # one read or more of it
-        # the later points are planned with the key estimates calibrated by the earlier ones' pruned reads
-        # (a withdrawn and a posted offer of a product count as two keys in the estimate, one in the read)
-        last = run.results[-1].plan
-        assert last is not None and last.constants.probe_keys < 0.9, last.constants.probe_keys
-        assert rows[-1]["probe_keys"] == pytest.approx(last.constants.probe_keys)
-        off = [abs(f["estimated_buckets_read"] - f["pruned_buckets_read"]) / f["pruned_buckets_read"] for f in rows]
-        assert off[-1] < off[0], off
+        # a point planned after two pruned reads has its key estimates calibrated by them (a withdrawn
+        # and a posted offer of a product count as two keys in the estimate, one in the read)
+        before = [f for f in rows if f["time_index"] < rows[-1]["time_index"]]
+        assert len(before) >= MIN_OWN or method == "auto", before  # auto may plan a point without one
+        if len(before) >= MIN_OWN:
+            last = run.results[-1].plan
+            assert last is not None and last.constants.probe_keys < 0.9, last.constants.probe_keys
+            assert rows[-1]["probe_keys"] == pytest.approx(last.constants.probe_keys)
+            off = [abs(f["estimated_buckets_read"] - f["pruned_buckets_read"]) / f["pruned_buckets_read"] for f in rows]
+            assert off[-1] < off[0], off
 
 
 def test_a_deletion_of_an_absent_row_is_refused_through_a_pruned_check(fast_spark: Any, price_watch: Path,

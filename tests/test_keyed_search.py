@@ -129,8 +129,36 @@ def test_every_kept_state_a_plan_prices_keyed_is_read_the_way_it_was_priced() ->
     laid = [s for s in first.states if s.layout is not None]
     assert laid, "no state laid out"
     committed = tuple(CommittedState(s.id, s.produced_at, s.key, s.layout) for s in first.states if s.produced_at < 4)
-    again = planner().plan_standing(query, sql, points, Objective.deadline(4), "ivm", resume=Resume(4, committed))
+    landed = tuple((source, i, layout) for source, by in first.layouts.items() for i, layout in by.items() if i < 4)
+    again = planner().plan_standing(query, sql, points, Objective.deadline(4), "ivm", resume=Resume(4, committed, landed))
     assert again.cost.times[3] == pytest.approx(first.cost.times[3], rel=1e-6)
+
+
+def test_intervals_that_landed_are_read_by_the_layouts_they_landed_in() -> None:
+    """Re-planning Q17 at its last point: told how lineitem's intervals landed (bucketed by part),
+    the plan reads them as keyed, at the first plan's cost; told nothing, they landed as they came,
+    and no keyed read assumes otherwise: the plan costs what it costs without keyed reads."""
+    from tempura.optimizer import CommittedState, Resume
+
+    sql = (QUERIES / "q17.sql").read_text()
+    query = parse_query(sql, tpch.SCHEMA)
+    points = TimePoints((1, 2, 3, 4), (4,))
+
+    def again(resume: Resume | None, disabled: tuple[str, ...] = ()) -> MultiTimePlan:
+        return planner().plan_standing(query, sql, points, Objective.deadline(4), "ivm", disabled=disabled, resume=resume)
+
+    first = again(None)
+    assert set(first.layouts) == {"lineitem"}
+    committed = tuple(CommittedState(s.id, s.produced_at, s.key, s.layout) for s in first.states if s.produced_at < 4)
+    landed = tuple((source, i, layout) for source, by in first.layouts.items() for i, layout in by.items() if i < 4)
+    told = again(Resume(4, committed, landed))
+    assert told.cost.times[3] == pytest.approx(first.cost.times[3], rel=1e-6)
+    assert any("keyed by l_partkey as its intervals landed" in f.physical for f in told.fragments)
+    bare = again(Resume(4, committed))
+    whole = again(Resume(4, committed), (KEYED_READ.name,))
+    assert bare.cost.times[3] == pytest.approx(whole.cost.times[3], rel=1e-6)
+    assert bare.cost.times[3] > told.cost.times[3] * 1.01
+    assert not any("keyed by" in f.physical for f in bare.fragments)
 
 
 WATCHED = """\

@@ -99,8 +99,10 @@ class MemoInstance:
 
     def _probe_pays(self, key: NodeKey) -> bool:
         """Whether the search found ``key``'s group cheaper under its probe than without: where
-        it did not, the probed node is the plain one (its keyed reads save nothing, whatever is
-        kept, as the search priced every load a keyed one could replace)."""
+        it did not, the probed node is the plain one. A heuristic that keeps the instance the
+        size it was: the search prices a keyed load with its state's whole save, so where the
+        save would be shared by other readers a keyed load could pay that the search saw as a
+        tie, and the selection then does not see it."""
         probed = self.search.optimize(key.group, key.props)
         plain = self.search.optimize(key.group, key.props.probed(None))
         return probed is not None and plain is not None and probed.total < plain.total * (1 - 1e-9)

@@ -33,10 +33,21 @@ class CommittedState:
 @dataclass(frozen=True)
 class Resume:
     """Re-planning a cycle whose time points before ``floor`` are committed: new work runs at
-    ``floor`` or later, and ``states`` saved before it may be read at the cost of a read."""
+    ``floor`` or later, ``states`` saved before it may be read at the cost of a read, and the
+    intervals that have landed keep the layouts they landed in (``landed``)."""
 
     floor: int
     states: tuple[CommittedState, ...] = ()
+    # intervals whose landing is done, by source: every one before the floor (laid out as listed
+    # here, else as they came), and those at or after it listed here (with their layout or None)
+    landed: tuple[tuple[str, int, Layout | None], ...] = ()
+
+    def landed_layout(self, source: str, interval: int) -> tuple[bool, Layout | None]:
+        """Whether ``source``'s ``interval`` has landed, and the layout it landed in."""
+        for name, index, layout in self.landed:
+            if name == source and index == interval:
+                return True, layout
+        return interval < self.floor, None
 
 
 def template_signatures(memo: Memo, groups: int) -> dict[int, str]:

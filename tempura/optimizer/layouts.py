@@ -201,14 +201,21 @@ def interval_gain(probes: Sequence[Probe], interval: int, size: float, row_bytes
     return gain - weights[interval - 1] * upkeep
 
 
+Landing = Callable[[str, int], tuple[bool, Layout | None]]  # whether a source's interval has landed, and its layout
+
+
+def not_landed(_source: str, _interval: int) -> tuple[bool, Layout | None]:
+    return False, None
+
+
 def choose_layouts(plan: MultiTimePlan, reads: Mapping[str, SourceRead], sizes: Mapping[str, Sequence[float]],
-                   constants: CostConstants) -> list[Choice]:
+                   constants: CostConstants, landed: Landing = not_landed) -> list[Choice]:
     """Each source's layout (``reads``: the probed reads by view; ``sizes``: per source, each
     interval's estimated bytes): per bucket count and interval, whether bucketing the interval
     saves its probes more than it costs to land (an interval is split only into buckets of
     :data:`~tempura.tvr.layout.MIN_BUCKET_BYTES` on average at least); per source the column and bucket count saving
     the most, net of the job each pruned read runs to find its buckets. A source no layout
-    saves anything on lands as it is."""
+    saves anything on lands as it is; an interval that has landed (``landed``) keeps its layout."""
     weights = plan.objective.weights
     by_column: dict[tuple[str, str], list[tuple[Probe, SourceRead]]] = {}
     for fragment in plan.fragments:
@@ -222,7 +229,7 @@ def choose_layouts(plan: MultiTimePlan, reads: Mapping[str, SourceRead], sizes: 
         for n in bucket_counts():
             gains = {i: interval_gain([p for p, r in probes if r.start < i <= r.end], i, size[i - 1], row_bytes, n,
                                       weights, constants) for i in range(1, len(size) + 1)
-                     if size[i - 1] >= n * MIN_BUCKET_BYTES}
+                     if size[i - 1] >= n * MIN_BUCKET_BYTES and not landed(source, i)[0]}
             laid = tuple(i for i, g in gains.items() if g > 0)
             jobs = sum(weights[p.time - 1] * constants.stage for p, r in probes if any(r.start < i <= r.end for i in laid))
             saving = sum(gains[i] for i in laid) - jobs
@@ -232,23 +239,28 @@ def choose_layouts(plan: MultiTimePlan, reads: Mapping[str, SourceRead], sizes: 
 
 
 def price(fragment: Fragment, choices: Iterable[Choice], reads: Mapping[str, SourceRead], sizes: Mapping[str, Sequence[float]],
-          constants: CostConstants, objective: Objective) -> None:
-    """Price ``fragment``'s pruned reads by the buckets they are expected to touch."""
+          constants: CostConstants, objective: Objective, landed: Landing = not_landed) -> None:
+    """Price ``fragment``'s pruned reads by the buckets they are expected to touch: in each
+    interval laid out by the probe's column, as it landed (``landed``) or as chosen."""
     chosen = {c.source: c for c in choices}
     k = constants
     for view, probe in pruned(fragment.probes, fragment.plan).items():
         read = reads.get(view)
-        choice = chosen.get(read.scan.table) if read is not None else None
-        if read is None or choice is None or choice.layout.column != probe.column:
+        if read is None or read.scan.table not in sizes:
             continue
-        n = choice.layout.buckets
-        hit = touched(n, probe.distinct)
-        laid = [i for i in choice.intervals if read.start < i <= read.end]
-        if not laid:
-            continue
-        size = sizes[read.scan.table]
-        saved = sum(read_share(probe, size[i - 1], k) * (1.0 - hit / n) - hit * k.file_open for i in laid) - k.stage
-        fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
+        table, choice = read.scan.table, chosen.get(read.scan.table)
+        saved, laid = 0.0, False
+        for i in range(read.start + 1, read.end + 1):
+            done, layout = landed(table, i)
+            if not done:
+                layout = choice.layout if choice is not None and i in choice.intervals else None
+            if layout is None or layout.column != probe.column:
+                continue
+            hit = touched(layout.buckets, probe.distinct)
+            saved += read_share(probe, sizes[table][i - 1], k) * (1.0 - hit / layout.buckets) - hit * k.file_open
+            laid = True
+        if laid:
+            fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-(saved - k.stage)), objective)
 
 
 def choose_state_layouts(plan: MultiTimePlan, constants: CostConstants) -> dict[str, tuple[Layout, float]]:

@@ -296,7 +296,8 @@ def _search(p: Planning) -> str:
                                      asked.resume.floor, {g: t for g, (t, _) in p.committed.items()}, p.prover,
                                      lambda table: not asked.insert_only(table), asked.fraction,
                                      probing=not {"layouts", KEYED_READ.name} & p.off,
-                                     committed_layouts={g: laid[i] for g, (_, i) in p.committed.items() if i in laid})
+                                     committed_layouts={g: laid[i] for g, (_, i) in p.committed.items() if i in laid},
+                                     landed=asked.resume.landed_layout)
     p.search = Search(memo, p.implementer)
     for v, group in p.roots.items():
         if p.search.optimize(group, Props(time=v)) is None:
@@ -387,7 +388,8 @@ def _layouts(p: Planning) -> str:
                 whole[read.scan.table] = max(whole.get(read.scan.table, 0.0), probe.bytes / share)
     k = asked.time_points.k
     sizes = {name: [b * asked.fraction(name, i - 1, i) for i in range(1, k + 1)] for name, b in whole.items()}
-    choices = choose_layouts(plan, reads, sizes, p.costs.k)
+    landed = asked.resume.landed_layout
+    choices = choose_layouts(plan, reads, sizes, p.costs.k, landed)
     probed = choose_state_layouts(plan, p.costs.k)
     merged = choose_merge_layouts(plan, p.costs.k)
     kept = {state_id: max(found, key=lambda c: c[1])[0]
@@ -403,7 +405,7 @@ def _layouts(p: Planning) -> str:
                 kept[after.id] = before.layout
     laid = {**{c.id: c.layout for c in committed.values() if c.layout is not None}, **kept}
     for f in plan.fragments:
-        price(f, choices, reads, sizes, p.costs.k, asked.objective)
+        price(f, choices, reads, sizes, p.costs.k, asked.objective, landed)
         price_states(f, laid, p.costs.k, asked.objective)
         price_merges(f, laid, states, p.costs.k, asked.objective)
     plan.layouts = {c.source: {i: c.layout for i in c.intervals} for c in choices}

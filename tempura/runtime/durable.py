@@ -253,7 +253,8 @@ class DurableExecutor:
                 if merge is not None and state_id == merge.state:
                     continue  # registered below, at the buckets the merge rewrites
                 if (state_id in probes and layout is not None and layout.column == probes[state_id].column
-                        and not any(scans_of(probes[state_id].on, v) for v in probes)):
+                        and not any(scans_of(probes[state_id].on, v) for v in probes)
+                        and (merge is None or not scans_of(probes[state_id].on, merge.state))):
                     probed_states.append(state_id)
                 else:
                     self._read_state(saved[state_id]).createOrReplaceTempView(quote_identifier(state_id))
@@ -263,7 +264,8 @@ class DurableExecutor:
                 if streaming and read.delta and read.start == index - 1 and read.end == index:
                     source_delta(self._streamed(read.scan.table, index, run), index - 1, index).createOrReplaceTempView(
                         quote_identifier(read.view))
-                elif read.view in probes and not any(scans_of(probes[read.view].on, v) for v in probes):
+                elif read.view in probes and not any(scans_of(probes[read.view].on, v) for v in probes) and (
+                        merge is None or not scans_of(probes[read.view].on, merge.state)):
                     later.append(read)
                 else:  # the landed intervals the read covers, and no others
                     register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end), read.start, read.end,

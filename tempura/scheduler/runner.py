@@ -674,7 +674,12 @@ class Runner:
             counts.setdefault(name, []).append((land.rows, land.deletions))
         prepared, reasons = for_cycle(self.prepared(), cycle, counts,
                                       broken if broken is not None else (previous or {}).get("broken_keys", {}))
-        resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key, s.layout) for s in saved.values() if s.key))
+        laid = landed_layouts(previous, landed or {})
+        done: list[tuple[str, int, Layout | None]] = [(name, i, layout) for name, by_index in laid.items()
+                                                       for i, layout in by_index.items()]
+        done += [(name, land.index, None) for name, land in (landed or {}).items() if land.layout is None]
+        resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key, s.layout) for s in saved.values() if s.key),
+                        tuple(done))
         output = output_mode(self.spec)
         errors: dict[str, TempuraError] = {}
         constants, calibration = for_job(self.spec.cost_constants, self.spec.model.cost, self.workdir,

@@ -229,7 +229,8 @@ def scans_of(plan: LogicalPlan, table: str) -> int:
 def pruned(probes: Sequence[Probe], plan: LogicalPlan) -> dict[str, Probe]:
     """The reads (by view) of a fragment's ``plan`` its ``probes`` may prune: every scan of the
     view is under a probe, all of them by the same column. Probes by different joins prune it
-    by all their keys: one probe whose probing side is the union of theirs."""
+    by all their keys: one probe whose probing side is the union of theirs (their keys of one
+    type; else the read is left whole)."""
     by_view: dict[str, list[Probe]] = {}
     for probe in probes:
         by_view.setdefault(probe.view, []).append(probe)
@@ -239,6 +240,8 @@ def pruned(probes: Sequence[Probe], plan: LogicalPlan) -> dict[str, Probe]:
         if len(found) != scans_of(plan, view) or any(p.column != first.column for p in found):
             continue
         sides = list({id(p.on): p for p in found}.values())
+        if len({str(p.on.schema.field(p.key).type) for p in sides}) > 1:
+            continue  # keys of different types: a union would compare and hash them as one type
         out[view] = first if len(sides) == 1 else _united(sides)
     return out
 

@@ -30,7 +30,8 @@ a join makes its own offers instead: passing them through joins too multiplied t
 little, and the ``layouts`` phase still follows keys through joins). Under a probe, a source read and a load of a kept state
 have a second alternative besides the whole read: a read of a keyed layout, priced by the
 buckets the keys are expected to touch in the bucket count cheapest for it, plus the layout's
-upkeep (writing the interval or the state bucketed) at the time point it is written. So the
+upkeep (writing the interval or the state bucketed) at the time point it is written; an interval
+or a state committed before the floor is read by the layout it has (or whole), at no upkeep. So the
 search and the state selection weigh a plan whose probes read a fraction of a big input as that
 fraction; which layouts the plan's sources and states get is settled after extraction, over the
 whole plan (:mod:`tempura.optimizer.layouts`), and the fragments are charged the whole reads
@@ -79,8 +80,11 @@ class TimedImplementer:
     def __init__(self, memo: Memo, costs: SparkCosts, objective: Objective, inner: SparkImplementer,
                  floor: int = 1, committed: dict[int, int] | None = None, prover: Prover | None = None,
                  deletes: Callable[[str], bool] | None = None, fraction: Callable[[str, int, int], float] | None = None,
-                 probing: bool = False, committed_layouts: dict[int, Layout] | None = None) -> None:
+                 probing: bool = False, committed_layouts: dict[int, Layout] | None = None,
+                 landed: Callable[[str, int], tuple[bool, Layout | None]] | None = None) -> None:
         self.memo = memo
+        # whether a source's interval has landed, and its layout then (before the floor: landed)
+        self.landed = landed or (lambda _table, interval: (interval < floor, None))
         self.committed_layouts = dict(committed_layouts or {})  # group -> the layout its committed state has
         # a source's share of its cycle's rows in (start, end]: how a read's bytes spread over
         # the intervals that land them (the upkeep of a keyed layout is paid as each lands)
@@ -227,23 +231,48 @@ class TimedImplementer:
         return best
 
     def _keyed_read(self, group: Group, expr: SourceRead, plain: Alternative, probe: Probing, time: int) -> Alternative | None:
-        """``expr``'s read of only the buckets ``probe``'s keys touch, its intervals landed
-        hash-bucketed by the probe's column (those landing at or after the floor pay the upkeep)."""
+        """``expr``'s read of only the buckets ``probe``'s keys touch: its intervals that have
+        landed by the layouts they landed in (whole where not laid out by the probe's column),
+        the others landed hash-bucketed by it in the bucket count cheapest for this read, each
+        paying its layout's upkeep as it lands; ``None`` when that is no cheaper than the whole."""
         own = plain.own
         assert isinstance(own, CostVector)
         column = next((c.source for c in expr.scan.columns if c.field.name == probe.column), None)
         if column is None:
             return None
-        table = expr.scan.table
+        k, table, stats = self.costs.k, expr.scan.table, group.stats
+        read = own.times[time - 1]
         whole = self.fraction(table, expr.start, expr.end)
-        shares = [(i, self.fraction(table, i - 1, i) / whole if whole > 0 else 1.0 / (expr.end - expr.start))
-                  for i in range(expr.start + 1, expr.end + 1) if i >= self.floor]
-        found = self._cheapest_layout(own.times[time - 1], group.stats, probe.keys, shares, time)
-        if found is None:
+        landed = 0.0  # the landed intervals' part of the keyed read
+        free: list[tuple[int, float]] = []  # the intervals still to land, with their share of the read
+        for i in range(expr.start + 1, expr.end + 1):
+            share = self.fraction(table, i - 1, i) / whole if whole > 0 else 1.0 / (expr.end - expr.start)
+            done, layout = self.landed(table, i)
+            if not done:
+                free.append((i, share))
+            elif layout is not None and layout.column == column:
+                hit = touched(layout.buckets, probe.keys)
+                landed += read * share * hit / layout.buckets + hit * k.file_open
+            else:
+                landed += read * share
+        part = math.fsum(share for _, share in free)
+        options: list[tuple[int, CostVector]] = []
+        if landed < read * (1.0 - part):  # the intervals to land read whole, the landed ones by their layouts
+            options.append((0, CostVector.at(time, Cost(io=landed + read * part + k.stage), self.objective)))
+        if part > 0:
+            for n, cost, upkeep in keyed_reads(read * part, stats.bytes * part, stats.rows * part, probe.keys, k):
+                vector = CostVector.at(time, Cost(io=landed + cost), self.objective)
+                for at, share in free:
+                    vector = vector + CostVector.at(at, Cost(io=upkeep * share / part), self.objective)
+                options.append((n, vector))
+        if not options:
             return None
-        n, cost = found
-        return dataclasses.replace(plain, details=f"{plain.details}, keyed by {probe.column} in {n} buckets",
-                                   own=cost.with_rows(group.stats.rows), rule=KEYED_READ.name, full=own,
+        n, cost = min(options, key=lambda o: o[1].total)
+        if cost.total >= own.total:
+            return None
+        how = f"in {n} buckets" if n else "as its intervals landed"  # n = 0: only the landed intervals pruned
+        return dataclasses.replace(plain, details=f"{plain.details}, keyed by {probe.column} {how}",
+                                   own=cost.with_rows(stats.rows), rule=KEYED_READ.name, full=own,
                                    hint=f"{KEYED}:{column}")
 
     def load_cost(self, group: Group, required: Props, kept_at: int) -> CostVector:
