@@ -116,7 +116,7 @@ def test_the_search_chooses_a_plan_for_the_buckets_its_probes_read(method: str) 
         assert read.scan.table in keyed.layouts
 
 
-def test_every_kept_state_a_plan_prices_keyed_is_read_the_way_it_was_priced() -> None:
+def test_replanning_from_laid_out_states_and_landings_finds_the_first_plans_cost() -> None:
     """Q18's maintained plan reads kept states under probes of several joins: the layouts phase
     lays out each state the search priced a keyed load of, so re-planning from the committed
     states (their layouts with them) finds the same plan at the same cost."""

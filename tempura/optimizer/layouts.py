@@ -30,8 +30,8 @@ from tempura.algebra import (Aggregate, Distinct, Filter, Join, JoinKind, Logica
 from tempura.cost.model import Cost, CostConstants
 from tempura.cost.vector import CostVector, Objective
 from tempura.stats.relation import RelStats
-from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, bucket_counts, column_of, equalities,
-                                leaves, probed_sides, pruned, scans_of, touched)
+from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, bucket_counts, bucket_read, column_of,
+                                equalities, leaves, probed_sides, pruned, scans_of, touched)
 from tempura.tvr.operators import (Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, StateRows,
                                    ToDelta)
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
@@ -194,8 +194,8 @@ def interval_gain(probes: Sequence[Probe], interval: int, size: float, row_bytes
     shuffles its rows by bucket and writes a file per non-empty bucket."""
     gain = 0.0
     for probe in probes:
-        hit = touched(buckets, probe.distinct)
-        gain += weights[probe.time - 1] * (read_share(probe, size, k) * (1.0 - hit / buckets) - hit * k.file_open)
+        whole = read_share(probe, size, k)
+        gain += weights[probe.time - 1] * (whole - bucket_read(whole, buckets, probe.distinct, k))
     files = min(float(buckets), size / max(row_bytes, 1.0))
     upkeep = size * (k.network + k.local_write + k.local_read) + files * k.file_open
     return gain - weights[interval - 1] * upkeep
@@ -256,8 +256,8 @@ def price(fragment: Fragment, choices: Iterable[Choice], reads: Mapping[str, Sou
                 layout = choice.layout if choice is not None and i in choice.intervals else None
             if layout is None or layout.column != probe.column:
                 continue
-            hit = touched(layout.buckets, probe.distinct)
-            saved += read_share(probe, sizes[table][i - 1], k) * (1.0 - hit / layout.buckets) - hit * k.file_open
+            whole = read_share(probe, sizes[table][i - 1], k)
+            saved += whole - bucket_read(whole, layout.buckets, probe.distinct, k)
             laid = True
         if laid:
             fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-(saved - k.stage)), objective)
@@ -318,6 +318,14 @@ def merge_chains(plan: MultiTimePlan) -> list[tuple[list[str], list[tuple[Fragme
     return out
 
 
+def merge_saving(merge: Merge, size: float, buckets: int, k: CostConstants) -> float:
+    """What a keyed merge into a state of ``size`` bytes laid out in ``buckets`` buckets saves at
+    its time point: the untouched buckets' write and read, less an open per touched bucket and
+    the jobs finding the buckets its changes touch (one per read bounding them)."""
+    whole = (k.dfs_write + k.dfs_read) * size
+    return whole - bucket_read(whole, buckets, merge.distinct, k) - len({view for view, _ in merge.keys}) * k.stage
+
+
 def _merge_gain(plan: MultiTimePlan, chain: Sequence[str], merges: Sequence[tuple[Fragment, Merge]], layout: Layout,
                 k: CostConstants) -> float:
     """What keeping the states of ``chain`` laid out by ``layout`` saves: each merge rewrites only
@@ -331,10 +339,7 @@ def _merge_gain(plan: MultiTimePlan, chain: Sequence[str], merges: Sequence[tupl
     for fragment, merge in merges:
         if merge.column != layout.column or fragment.keeps is None:
             continue
-        size = states[fragment.keeps].bytes
-        hit = touched(n, merge.distinct)
-        jobs = len({view for view, _ in merge.keys}) * k.stage  # finding the buckets its changes touch
-        gain += weights[fragment.time - 1] * ((1.0 - hit / n) * (k.dfs_write + k.dfs_read) * size - hit * k.file_open - jobs)
+        gain += weights[fragment.time - 1] * merge_saving(merge, states[fragment.keeps].bytes, n, k)
     for state_id in chain:
         state = states[state_id]
         share = 1.0
@@ -378,9 +383,7 @@ def price_merges(fragment: Fragment, layouts: Mapping[str, Layout], states: Mapp
         if (kept is None or fragment.keeps is None or layouts.get(merge.state) != kept or merge.column != kept.column
                 or fragment.keeps not in states):
             continue
-        hit = touched(kept.buckets, merge.distinct)
-        saved = ((1.0 - hit / kept.buckets) * (k.dfs_write + k.dfs_read) * states[fragment.keeps].bytes - hit * k.file_open
-                 - len({view for view, _ in merge.keys}) * k.stage)
+        saved = merge_saving(merge, states[fragment.keeps].bytes, kept.buckets, k)
         fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
         return
 
@@ -392,11 +395,11 @@ def price_states(fragment: Fragment, layouts: Mapping[str, Layout], constants: C
         layout = layouts.get(view)
         if layout is None or layout.column != probe.column:
             continue
-        hit = touched(layout.buckets, probe.distinct)
-        saved = read_share(probe, probe.bytes, k) * (1.0 - hit / layout.buckets) - hit * k.file_open - k.stage
+        whole = read_share(probe, probe.bytes, k)
+        saved = whole - bucket_read(whole, layout.buckets, probe.distinct, k) - k.stage
         fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
 
 
 __all__ = ["Choice", "choose_layouts", "choose_merge_layouts", "choose_state_layouts", "merge_chains",
-           "price_merges", "versions_of_one_relation", "change_keys", "find_merges", "find_probes", "interval_gain",
+           "merge_saving", "price_merges", "versions_of_one_relation", "change_keys", "find_merges", "find_probes", "interval_gain",
            "price", "price_states"]

@@ -83,11 +83,16 @@ def keyed_reads(read: float, size: float, rows: float, keys: float, k: CostConst
     for n in bucket_counts():
         if size < n * MIN_BUCKET_BYTES:
             break
-        hit = touched(n, keys)
-        files = min(float(n), rows)
-        out.append((n, read * hit / n + hit * k.file_open + k.stage,
-                    size * (k.network + k.local_write + k.local_read) + files * k.file_open))
+        out.append((n, bucket_read(read, n, keys, k) + k.stage,
+                    size * (k.network + k.local_write + k.local_read) + min(float(n), rows) * k.file_open))
     return out
+
+
+def bucket_read(read: float, buckets: int, keys: float, k: CostConstants) -> float:
+    """A read costing ``read`` (model nanoseconds) of rows laid out in ``buckets`` buckets, taken
+    at the buckets ``keys`` distinct keys touch: their share of it, and an open per bucket."""
+    hit = touched(buckets, keys)
+    return read * hit / buckets + hit * k.file_open
 
 
 def touched(buckets: int, distinct: float) -> float:
@@ -260,5 +265,5 @@ def _united(probes: Sequence[Probe]) -> Probe:
                  first.time, first.cost)
 
 
-__all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Leaf", "Merge", "Probe", "bucket_counts", "column_of",
+__all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Leaf", "Merge", "Probe", "bucket_counts", "bucket_read", "column_of",
            "equalities", "keyed_reads", "leaves", "passes", "probed_sides", "pruned", "scans_of", "touched", "worth_probing"]

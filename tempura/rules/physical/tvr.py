@@ -56,7 +56,7 @@ from tempura.rules.physical.implementer import SparkImplementer
 from tempura.rules.tvr.expansion import available
 from tempura.stats.relation import RelStats
 from tempura.infer.prover import Prover
-from tempura.tvr.layout import Layout, equalities, keyed_reads, passes, probed_sides, touched, worth_probing
+from tempura.tvr.layout import Layout, bucket_read, equalities, keyed_reads, passes, probed_sides, worth_probing
 from tempura.tvr.operators import SourceRead
 
 KEYED_READ = Implementation(
@@ -214,21 +214,19 @@ class TimedImplementer:
                 out.append(dataclasses.replace(alt, children=tuple(children)))
         return out
 
-    def _cheapest_layout(self, read: float, stats: RelStats, keys: float, upkeep_at: Sequence[tuple[int, float]],
-                         time: int) -> tuple[int, CostVector] | None:
-        """The bucket count a probed read costing ``read`` at ``time`` is cheapest in, and the
-        read's cost then plus the layout's upkeep (``upkeep_at``: the time points its parts are
-        written at, with each one's share of the bytes); ``None`` when no layout beats the
-        whole read."""
-        best: tuple[int, CostVector] | None = None
-        whole = CostVector.at(time, Cost(io=read), self.objective).total
-        for n, cost, upkeep in keyed_reads(read, stats.bytes, stats.rows, keys, self.costs.k):
-            vector = CostVector.at(time, Cost(io=cost), self.objective)
+    def _laid_out(self, read: float, size: float, rows: float, keys: float, upkeep_at: Sequence[tuple[int, float]],
+                  time: int, base: float = 0.0) -> list[tuple[int, CostVector]]:
+        """A probed read costing ``read`` at ``time`` (of ``size`` bytes in ``rows`` rows) laid out
+        in each bucket count it may have: the count, and the read's cost then (plus ``base``)
+        with the layout's upkeep (``upkeep_at``: the time points its parts are written at, with
+        each one's share of the bytes)."""
+        out = []
+        for n, cost, upkeep in keyed_reads(read, size, rows, keys, self.costs.k):
+            vector = CostVector.at(time, Cost(io=base + cost), self.objective)
             for at, share in upkeep_at:
                 vector = vector + CostVector.at(at, Cost(io=upkeep * share), self.objective)
-            if vector.total < whole and (best is None or vector.total < best[1].total):
-                best = (n, vector)
-        return best
+            out.append((n, vector))
+        return out
 
     def _keyed_read(self, group: Group, expr: SourceRead, plain: Alternative, probe: Probing, time: int) -> Alternative | None:
         """``expr``'s read of only the buckets ``probe``'s keys touch: its intervals that have
@@ -251,8 +249,7 @@ class TimedImplementer:
             if not done:
                 free.append((i, share))
             elif layout is not None and layout.column == column:
-                hit = touched(layout.buckets, probe.keys)
-                landed += read * share * hit / layout.buckets + hit * k.file_open
+                landed += bucket_read(read * share, layout.buckets, probe.keys, k)
             else:
                 landed += read * share
         part = math.fsum(share for _, share in free)
@@ -260,11 +257,8 @@ class TimedImplementer:
         if landed < read * (1.0 - part):  # the intervals to land read whole, the landed ones by their layouts
             options.append((0, CostVector.at(time, Cost(io=landed + read * part + k.stage), self.objective)))
         if part > 0:
-            for n, cost, upkeep in keyed_reads(read * part, stats.bytes * part, stats.rows * part, probe.keys, k):
-                vector = CostVector.at(time, Cost(io=landed + cost), self.objective)
-                for at, share in free:
-                    vector = vector + CostVector.at(at, Cost(io=upkeep * share / part), self.objective)
-                options.append((n, vector))
+            options += self._laid_out(read * part, stats.bytes * part, stats.rows * part, probe.keys,
+                                      [(at, share / part) for at, share in free], time, landed)
         if not options:
             return None
         n, cost = min(options, key=lambda o: o[1].total)
@@ -289,12 +283,12 @@ class TimedImplementer:
             layout = self.committed_layouts.get(self.memo.find(group.id))
             if layout is None or layout.column != probe.column:
                 return whole
-            hit = touched(layout.buckets, probe.keys)
-            keyed = CostVector.at(time, Cost(io=load.total * hit / layout.buckets + hit * self.costs.k.file_open + self.costs.k.stage),
-                                  self.objective)
-            return keyed if keyed.total < whole.total else whole
-        found = self._cheapest_layout(load.total, group.stats, probe.keys, [(kept_at, 1.0)], time)
-        return found[1] if found is not None else whole
+            options = [CostVector.at(time, Cost(io=bucket_read(load.total, layout.buckets, probe.keys, self.costs.k)
+                                                + self.costs.k.stage), self.objective)]
+        else:
+            options = [v for _, v in self._laid_out(load.total, group.stats.bytes, group.stats.rows, probe.keys,
+                                                    [(kept_at, 1.0)], time)]
+        return min([whole, *options], key=lambda v: v.total)
 
     def _empty(self, group: Group, required: Props) -> Alternative:
         """A proven-empty group as an empty relation: no cost, and any distribution or order."""
@@ -311,19 +305,8 @@ class TimedImplementer:
 
     def _at(self, alt: Alternative, time: int) -> Alternative:
         own = alt.own if isinstance(alt.own, CostVector) else CostVector.at(time, alt.own, self.objective)
-        return Alternative(
-            alt.operator,
-            alt.details,
-            tuple((child, props.at(time)) for child, props in alt.children),
-            own,  # type: ignore[arg-type]
-            alt.deliver,
-            alt.logical,
-            alt.hint,
-            alt.rule,
-            alt.enforcer,
-            alt.passthrough,
-            alt.full if alt.full is None or isinstance(alt.full, CostVector) else CostVector.at(time, alt.full, self.objective),  # type: ignore[arg-type]
-        )
+        return dataclasses.replace(alt, children=tuple((child, props.at(time)) for child, props in alt.children),
+                                   own=own)  # type: ignore[arg-type]
 
     def committed_at(self, group: int) -> int | None:
         """The time point a committed state of ``group`` was saved at, if there is one."""
