@@ -67,5 +67,6 @@ def test_the_floor_benchmark_runs_the_query_over_the_last_interval_alone(fast_sp
     sales, returns = 5000, fast_spark.read.parquet(str(tmp_path / "work" / "scenarios" / "sales_returns_seed" / "data"
                                                         / "returns")).count()
     assert snapshot == sales + returns
+    assert report["read_whole"] == []  # both sources land rows in the last interval
     assert 0.35 < last / snapshot < 0.55  # 3/7 of the sales, 2/3 of a tenth as many returns
     assert medians["snapshot"]["cpu"] > 0 and medians["floor"]["cpu"] > 0
