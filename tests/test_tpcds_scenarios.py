@@ -13,6 +13,7 @@ join's and the ROLLUP's are checked by ``tempura bench incremental`` (every deli
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from tempura.scheduler import load_spec
 from tempura.scheduler.reference import reference
 from tempura.scheduler.simulation import simulate
 from tempura.scheduler.spec import Spec
+from tempura.standing import StandingQuery
+from tempura.tvr.layout import interval_slices, slices_after
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
@@ -103,3 +106,34 @@ def test_every_scenario_delivers_the_reference_at_every_time_point(spark: Any, f
         wrong += [f"{name} t{p.index}: {p.detail}" for p in run.points if not p.correct]
         assert reference(spark, spec, spec.cycle(0), k).count() > 0, name  # type: ignore[arg-type]
     assert not wrong, wrong
+
+
+def test_late_returns_read_only_the_time_slices_their_tickets_reach(spark: Any, folder: Path, tmp_path: Path) -> None:
+    """With stages and file opens priced at nothing (so that this scale plans incrementally, as
+    scale 1 does), the sales of interval 3 land in time slices by their ticket's date: at
+    ``t4``, the returns of ``(t3, t4]`` (at most 180 days after their tickets) are matched with
+    the slices of interval 3 after ``t3 - 180`` alone. The delivery is ``spark.sql``'s, the
+    landing's layout is in the manifest, and the bounded read took only the slices the plan
+    named, and fewer bytes than the interval."""
+    job = tmp_path / "job"
+    shutil.copytree(folder / "tpcds_sales_returns", job)
+    spec_path = job / "spec.yaml"
+    spec_path.write_text(spec_path.read_text() + "cost: {file_open: 0, stage: 0}\n")
+    run = StandingQuery(spec_path, tmp_path / "work", spark=spark).simulate("auto", check=True)
+    checked = [p for p in run.points if p.delivered]
+    assert [p.index for p in checked] == [4] and checked[0].correct, [p.detail for p in checked]
+    plan = run.results[0].plan
+    assert plan is not None
+    layout = plan.layouts["store_sales"][3]
+    assert layout.sliced and layout.column == "ss_ticket_date_sk" and layout.buckets > 1
+    assert run.results[2].manifest["landed"]["store_sales"]["layout"] == layout.to_json()
+    spec = load_spec(spec_path)
+    values = spec.time_points().values
+    planned = slices_after(interval_slices(values, None, 3, layout.buckets) or [], values[2] - 180)  # type: ignore[operator]
+    bounded = [(f, p) for f in run.results[3].manifest["fragments"] for p in f.get("pruned_reads", []) if p.get("sliced")]
+    assert bounded, "no read of interval 3 bounded in time"
+    for fragment, read in bounded:
+        assert read["read"] == "store_sales__ss_2_3", read
+        assert read["buckets"] == layout.buckets and 0 < read["buckets_read"] <= len(planned) < layout.buckets, read
+        assert 0 < read["bytes_read"] < read["bytes"], read
+        assert "pruned_buckets_read" not in fragment  # no probe's keys: nothing for their calibration

@@ -68,6 +68,30 @@ def test_a_row_referencing_a_key_landed_before_the_lag_is_named(spark: Any, retu
     assert got == ({} if found is None else {"sales.o_id": found})
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize("returned, found", [
+    (dt.datetime(2026, 11, 22, 18, 30), None),
+    (dt.datetime(2026, 11, 22, 20), "returns.r_id = 2 arrived at 2026-11-22 20:00:00, more than 12h after a sales row "
+                                    "holding that key (arrived at 2026-11-22 07:00:00)"),
+])
+def test_a_row_arriving_more_than_the_lag_after_its_key_is_named(spark: Any, returned: dt.datetime,
+                                                                 found: str | None) -> None:
+    """Where both sources arrive by a column, the lag holds row by row: a return landing at
+    ``t4`` that references a sale of interval 2 passes the intervals' check, but not when it
+    arrived more than 12 hours after that sale (the planner leaves out the sales that arrived
+    before the earliest its returns allow)."""
+    sales = [(1, dt.datetime(2026, 11, 22, 1), 1), (2, dt.datetime(2026, 11, 22, 7), 2),
+             (3, dt.datetime(2026, 11, 22, 13), 3)]
+    returns = [(2, returned, 4), (3, dt.datetime(2026, 11, 22, 19), 4)]
+
+    def read(source: str, intervals: Sequence[int]) -> Any:
+        rows, schema = (sales, "o_id bigint, at timestamp") if source == "sales" else (returns, "r_id bigint, r_at timestamp")
+        return spark.createDataFrame([(k, a) for k, a, i in rows if i in set(intervals)], schema)
+
+    got = violations([RULE], read, 4, REACH, {"sales": "at", "returns": "r_at"})
+    assert got == ({} if found is None else {"sales.o_id": found})
+
+
 # -- plans -----------------------------------------------------------------------------------------
 
 GOLDEN = "SELECT u.s AS g0, SUM(IF(r.b IS NULL, u.c, -r.b)) AS m0 FROM u LEFT JOIN r ON u.a = r.a GROUP BY u.s"

@@ -23,10 +23,12 @@ from tempura.memo.properties import Props
 from tempura.optimizer.choosers import Pick
 from tempura.optimizer.keys import state_keys
 from tempura.optimizer.layouts import find_merges, find_probes
+from tempura.optimizer.slices import find_since
 from tempura.optimizer.plans import JoinHint, fill_template, in_order
 from tempura.rules.physical.tvr import KEYED
 from tempura.rules.tvr import RULES, Expansion
 from tempura.stats.relation import RelStats
+from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.operators import SourceRead, StateRead
 from tempura.tvr.plan import METHOD_ORDER, Fragment, KeptState
 
@@ -99,8 +101,9 @@ class Extractor:
 
     def __init__(self, memo: Memo, chooser: Chooser, expansion: Expansion, save: Callable[[RelStats], object], load: Callable[[RelStats], object], objective: Objective,
                  signatures: dict[int, str] | None = None, committed: dict[tuple[int, int], str] | None = None,
-                 method: str = "auto") -> None:
+                 method: str = "auto", bounds: ArrivalBounds | None = None) -> None:
         self.memo = memo
+        self.bounds = bounds if bounds is not None else ArrivalBounds({})  # for the reads an arrival lag bounds
         self.method = method  # the method the plan is forced to (its fragments say when they run another)
         self.committed = dict(committed or {})  # (group, time point) -> id of a state saved by an earlier run
         self.inputs: set[str] = set()  # the committed states the plan reads
@@ -152,6 +155,8 @@ class Extractor:
         probes = tuple(find_probes(plan, lambda node: building.stats.get(id(node)), time,
                                    lambda node: building.reads.get(id(node), 0.0)))
         merges = tuple(find_merges(plan, lambda node: building.stats.get(id(node)), building.states))
+        since = tuple(find_since(plan, {r.view: r for r in building.sources}, self.bounds,
+                                 lambda node: building.stats.get(id(node)), time, lambda node: building.reads.get(id(node), 0.0)))
         plan = in_order(plan, list(self.memo.group(group).schema.names))
         method = max(building.methods or {"batch"}, key=METHOD_ORDER.index)
         self._built[building.id] = building
@@ -170,6 +175,7 @@ class Extractor:
             physical="\n".join(lines),
             probes=probes,
             merges=merges,
+            since=since,
         )
         self.fragments[key] = fragment
         return fragment

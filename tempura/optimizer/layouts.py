@@ -254,7 +254,7 @@ def price(fragment: Fragment, choices: Iterable[Choice], reads: Mapping[str, Sou
             done, layout = landed(table, i)
             if not done:
                 layout = choice.layout if choice is not None and i in choice.intervals else None
-            if layout is None or layout.column != probe.column:
+            if layout is None or not layout.hashes(probe.column):
                 continue
             whole = read_share(probe, sizes[table][i - 1], k)
             saved += whole - bucket_read(whole, layout.buckets, probe.distinct, k)

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from tempura.algebra import LogicalPlan, Query
 from tempura.cost.operators import SparkCosts
@@ -55,6 +55,7 @@ from tempura.mqo.instance import Pruned, prune
 from tempura.optimizer.choosers import MemoInstance, MqoChooser, WinnerChooser
 from tempura.optimizer.extract import RULE_METHOD, Chooser, Extractor, fallback_notes
 from tempura.optimizer.keys import Resume, committed_groups, template_signatures
+from tempura.optimizer.slices import choose_slices, price_since
 from tempura.optimizer.layouts import (choose_layouts, choose_merge_layouts, choose_state_layouts, price, price_merges,
                                        price_states, versions_of_one_relation)
 from tempura.optimizer.pipeline import Phase, Pipeline
@@ -70,7 +71,7 @@ from tempura.rules.tvr import Expansion, rules_for
 from tempura.rules.tvr.expansion import COPY_FROM
 from tempura.stats.relation import RelStats
 from tempura.tvr.bounds import ArrivalBounds
-from tempura.tvr.layout import pruned
+from tempura.tvr.layout import Layout, pruned
 from tempura.tvr.plan import METHOD_ORDER, MultiTimePlan
 from tempura.tvr.time import TimePoints
 from tempura.tvr.zset import MULT
@@ -340,7 +341,7 @@ def _extract_standing(p: Planning) -> str:
     asked, memo, expansion = p.asked(), p.the_memo(), p.the_expansion()
     assert p.chooser is not None
     extractor = Extractor(memo, p.chooser, expansion, p.costs.state_write, p.costs.state_read, asked.objective,
-                          p.signatures, {(g, t): i for g, (t, i) in p.committed.items()}, asked.method)
+                          p.signatures, {(g, t): i for g, (t, i) in p.committed.items()}, asked.method, asked.bounds)
     columns = list(p.query.plan.schema.names) + ([MULT] if asked.output == "delta" else [])
     delivered = {v: extractor.deliver(group, v, columns).id for v, group in p.roots.items()}
     extractor.explain_fallbacks()
@@ -390,6 +391,15 @@ def _layouts(p: Planning) -> str:
     sizes = {name: [b * asked.fraction(name, i - 1, i) for i in range(1, k + 1)] for name, b in whole.items()}
     landed = asked.resume.landed_layout
     choices = choose_layouts(plan, reads, sizes, p.costs.k, landed)
+    bounded: dict[str, float] = {}  # per source, its cycle's bytes as its time-bounded reads estimate them
+    for f in plan.fragments:
+        for since in f.since:
+            read = reads.get(since.view)
+            share = asked.fraction(since.source, read.start, read.end) if read is not None else 0.0
+            if read is not None and share > 0:
+                bounded[since.source] = max(bounded.get(since.source, 0.0), since.bytes / share)
+    sliced = {name: [b * asked.fraction(name, i - 1, i) for i in range(1, k + 1)] for name, b in bounded.items()}
+    slicing = choose_slices(plan, sliced, p.costs.k, asked.bounds, landed, {c.source for c in choices})
     probed = choose_state_layouts(plan, p.costs.k)
     merged = choose_merge_layouts(plan, p.costs.k)
     kept = {state_id: max(found, key=lambda c: c[1])[0]
@@ -404,16 +414,30 @@ def _layouts(p: Planning) -> str:
                     and merge.column == before.layout.column and versions_of_one_relation(after.key, before.key)):
                 kept[after.id] = before.layout
     laid = {**{c.id: c.layout for c in committed.values() if c.layout is not None}, **kept}
+    plan.layouts = {c.source: {i: c.layout for i in c.intervals} for c in choices}
+    plan.layouts.update({source: {i: layout for i in intervals} for source, (layout, intervals, _) in slicing.items()})
     for f in plan.fragments:
         price(f, choices, reads, sizes, p.costs.k, asked.objective, landed)
         price_states(f, laid, p.costs.k, asked.objective)
         price_merges(f, laid, states, p.costs.k, asked.objective)
-    plan.layouts = {c.source: {i: c.layout for i in c.intervals} for c in choices}
+        price_since(f, _with_landed(plan, asked.resume.landed), sliced, asked.bounds, p.costs.k, asked.objective)
     plan.states = [dataclasses.replace(s, layout=kept.get(s.id)) for s in plan.states]
     plan.cost = sum((f.cost for f in plan.fragments), CostVector.zero(asked.objective))
     said = [f"{c.source}: intervals {', '.join(map(str, c.intervals))} {c.layout.describe()}" for c in choices]
+    said += [f"{source}: intervals {', '.join(map(str, intervals))} {layout.describe()}"
+             for source, (layout, intervals, _) in sorted(slicing.items())]
     said += [f"state {state_id}: {layout.describe()}" for state_id, layout in sorted(kept.items())]
     return "; ".join(said) or "nothing laid out"
+
+
+def _with_landed(plan: MultiTimePlan, landed: Iterable[tuple[str, int, Layout | None]]) -> dict[str, dict[int, Layout]]:
+    """Per source and interval, the layout it lands in: as it landed, else as the plan chose."""
+    out = {name: dict(by_index) for name, by_index in plan.layouts.items()}
+    for name, index, layout in landed:
+        out.setdefault(name, {}).pop(index, None)
+        if layout is not None:
+            out[name][index] = layout
+    return out
 
 
 NORMALIZE = Phase("normalize", _normalize, "predicate pushdown and projection pruning to a fixpoint", _unnormalized)
@@ -430,7 +454,8 @@ SEARCH = Phase("search", _search, "the memo search at each delivery's time point
 SELECT_STATES = Phase("select-states", _select_states, "which results to keep, and when (greedy or ILP)", _winners)
 EXTRACT = Phase("extract", _extract_one_off, "the winner as a logical plan with join hints", required=True)
 EXTRACT_STANDING = Phase("extract", _extract_standing, "the choice as fragments and kept states", required=True)
-LAYOUTS = Phase("layouts", _layouts, "how each probed source lands: hash-bucketed by the key its probes read, priced by the buckets they touch")
+LAYOUTS = Phase("layouts", _layouts, "how each probed source lands: hash-bucketed by the key its probes read, priced by the buckets "
+                "they touch, or in time slices where a declared arrival lag bounds its reads")
 
 ONE_OFF: Pipeline[Planning] = Pipeline((NORMALIZE, EXPLORE, COLLAPSE, dataclasses.replace(IMPLEMENT, required=True), EXTRACT))
 STANDING: Pipeline[Planning] = Pipeline((NORMALIZE, EXPLORE, IMPLEMENT_STANDING, EXPAND, COPY, REWRITE_EXPANDED, COLLAPSE,

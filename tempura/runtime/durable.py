@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tempura.algebra import Query
 from tempura.errors import ExecutionError
@@ -34,13 +34,14 @@ from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import TP, Feed, landing_data
 from tempura.runtime.layout import (PrunedRead, Pruning, key_class, probe_buckets, pruned_folders, select_buckets,
-                                    write_laid_out)
+                                    sliced_folders, write_laid_out)
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.sources import SourceData, register_read, source_delta
 from tempura.runtime.storage import Location
 from tempura.runtime.store import JobStore, inventory
 from tempura.sql.names import quote_identifier
-from tempura.tvr.layout import BUCKET, Layout, Merge, Probe, pruned, scans_of, touched
+from tempura.tvr.layout import BUCKET, Layout, Merge, Probe, Since, pruned, scans_of, touched
+from tempura.tvr.time import TimeValue
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
 
@@ -107,12 +108,14 @@ class FragmentRun:
                "estimated_seconds": self.estimated_seconds, "estimated_stages": self.estimated_stages,
                "estimated_fixed_seconds": self.estimated_fixed_seconds, **self.metrics.to_json()}
         if self.pruned:
+            keyed = [p for p in self.pruned if not p.sliced]  # the buckets a probe's keys touch, what calibration checks
             out.update({"pruned_reads": [p.to_json() for p in self.pruned],
                         "pruned_bytes_read": sum(p.bytes_read for p in self.pruned),
-                        "pruned_bytes": sum(p.bytes for p in self.pruned),
-                        "pruned_buckets_read": sum(p.buckets_read for p in self.pruned),
-                        "pruned_buckets": sum(p.buckets for p in self.pruned),
-                        "estimated_buckets_read": self.estimated_buckets_read, "probe_keys": self.probe_keys})
+                        "pruned_bytes": sum(p.bytes for p in self.pruned)})
+            if keyed:
+                out.update({"pruned_buckets_read": sum(p.buckets_read for p in keyed),
+                            "pruned_buckets": sum(p.buckets for p in keyed),
+                            "estimated_buckets_read": self.estimated_buckets_read, "probe_keys": self.probe_keys})
         return out
 
 
@@ -175,7 +178,8 @@ class DurableExecutor:
                  schemas: Mapping[str, StructType], k: int, output: OutputTarget | None = None,
                  planning: SparkPlanning | None = None, allow_empty: bool = False,
                  fence: Callable[[], None] | None = None, history: Mapping[str, list[str]] | None = None,
-                 layouts: Mapping[str, Mapping[int, Layout]] | None = None) -> None:
+                 layouts: Mapping[str, Mapping[int, Layout]] | None = None,
+                 slices: Callable[[str, int, int], Sequence[TimeValue]] | None = None) -> None:
         self.spark = spark
         self.store = store
         self.cycle = cycle
@@ -192,6 +196,7 @@ class DurableExecutor:
         # (paths under the job's folder), read as interval 1 whatever interval they landed as
         self.history = dict(history) if history is not None else None
         self.layouts = {name: dict(by_index) for name, by_index in (layouts or {}).items()}  # source -> interval -> layout
+        self.slices = slices or (lambda _name, _index, _count: [])  # a source's interval's slice bounds, per slice count
 
     def landed(self, name: str, first: int, last: int, prune: Pruning | None = None) -> SourceData:
         """Source ``name`` as landed in intervals ``first..last``: the folders of those only, so
@@ -208,13 +213,30 @@ class DurableExecutor:
         """The buckets the plan expects ``probe`` to touch of ``read``'s laid-out intervals."""
         own = self.layouts.get(read.scan.table, {})
         return sum(touched(layout.buckets, probe.distinct) for i in range(read.start + 1, read.end + 1)
-                   if (layout := own.get(i)) is not None and layout.column == probe.column)
+                   if (layout := own.get(i)) is not None and layout.hashes(probe.column))
+
+    def _register_sliced(self, read: SourceRead, since: Since, reads: list[PrunedRead]) -> None:
+        """Register ``read``: its intervals landed in time slices at the slices ``since`` may need
+        (what it selected added to ``reads``), the others whole."""
+        name = read.scan.table
+        own = self.layouts.get(name, {})
+        bounds = {i: self.slices(name, i, layout.buckets) for i in range(read.start + 1, read.end + 1)
+                  if (layout := own.get(i)) is not None and layout.sliced and layout.column == since.column}
+        if not bounds:
+            data = self.landed(name, read.start + 1, read.end)
+        else:
+            done = PrunedRead(read.view, since.column, sliced=True)
+            folders, history = sliced_folders(self.store, self.cycle, name, read.start + 1, read.end, self.history, own,
+                                              bounds, since, done)
+            data = landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history)
+            reads.append(done)
+        register_read(self.spark, data, read.start, read.end, read.delta, read.view)
 
     def _prune(self, fragment: Fragment, read: SourceRead, probe: Probe) -> Pruning | None:
         """How ``read`` is pruned by ``probe``: its intervals laid out by the probe's column read
         at the buckets the probe's keys fall in; ``None`` when none of them is laid out so."""
         laid = [layout for i, layout in self.layouts.get(read.scan.table, {}).items()
-                if layout.column == probe.column and read.start < i <= read.end]
+                if layout.hashes(probe.column) and read.start < i <= read.end]
         if not laid:
             return None
         dtype = self.schemas[read.scan.table][probe.column].dataType
@@ -239,6 +261,7 @@ class DurableExecutor:
                   run: TimePointRun) -> FragmentRun:
         streaming = fragment.method == "streaming"
         probes = pruned(fragment.probes, fragment.plan)
+        since = {s.view: s for s in fragment.since}
         reads: list[PrunedRead] = []
         later: list[SourceRead] = []  # the reads pruned by a probe: registered once every view a probe reads is
         planned = next((s for s in plan.states if s.id == fragment.keeps), None) if fragment.keeps else None
@@ -267,6 +290,8 @@ class DurableExecutor:
                 elif read.view in probes and not any(scans_of(probes[read.view].on, v) for v in probes) and (
                         merge is None or not scans_of(probes[read.view].on, merge.state)):
                     later.append(read)
+                elif read.view in since:
+                    self._register_sliced(read, since[read.view], reads)
                 else:  # the landed intervals the read covers, and no others
                     register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end), read.start, read.end,
                                   read.delta, read.view)
@@ -277,6 +302,9 @@ class DurableExecutor:
                     reads.append(done)
             for read in later:
                 prune = self._prune(fragment, read, probes[read.view])
+                if prune is None and read.view in since:  # no interval laid out by the probe's key
+                    self._register_sliced(read, since[read.view], reads)
+                    continue
                 register_read(self.spark, self.landed(read.scan.table, read.start + 1, read.end, prune), read.start,
                               read.end, read.delta, read.view)
                 if prune is not None:

@@ -11,7 +11,8 @@ enforced`` each landed interval is checked before anything runs on it:
 - every value of a referencing column is one of the key's new values (a row landing with a key
   holds one: the planner takes both columns as never NULL); with ``arrival.within``, one of the
   key's values landed in the intervals that reach back that far (a return landing at ``t_4``,
-  12 hours after ``t_3``, references a sale landed after ``t_3 - 12h``).
+  12 hours after ``t_3``, references a sale landed after ``t_3 - 12h``), and where both sources
+  arrive by a column, the row arrived at most the lag after every row of its key.
 
 A violation is not an error: the data is what it is. The runner drops the key's domain for the
 rest of the cycle and plans the time point again without it (:class:`~tempura.scheduler.runner.Runner`).
@@ -34,14 +35,16 @@ Reader = Callable[[str, Sequence[int]], "DataFrame"]
 
 
 def violations(rules: Sequence[KeyRule], read: Reader, index: int,
-               reach: Mapping[tuple[str, str], Sequence[int]] | None = None) -> dict[str, str]:
+               reach: Mapping[tuple[str, str], Sequence[int]] | None = None,
+               arrivals: Mapping[str, str] | None = None) -> dict[str, str]:
     """The domains whose declaration interval ``index``'s landing breaks, each with the first
     violation found, in words; ``reach``: per referencing ``(source, column)`` landing within a
     lag of its key, the interval before the first whose keys interval ``j`` may hold, per ``j``
-    (:func:`tempura.tvr.bounds.reach`)."""
+    (:func:`tempura.tvr.bounds.reach`); ``arrivals``: the arrival column of each source arriving
+    by one, for the lag's check row by row."""
     out = {}
     for rule in rules:
-        found = _violation(rule, read, index, reach or {})
+        found = _violation(rule, read, index, reach or {}, arrivals or {})
         if found is not None:
             out[rule.domain] = found
     return out
@@ -54,7 +57,8 @@ def _keys(frame: DataFrame, column: str) -> DataFrame:
     return frame.select(F.col(quote_identifier(name)).alias("k"))
 
 
-def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str, str], Sequence[int]]) -> str | None:
+def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str, str], Sequence[int]],
+               arrivals: Mapping[str, str]) -> str | None:
     new = _keys(read(rule.source, [index]), rule.column)
     suspects = new.where(new.k.isNull())  # a NULL key, or (one Spark job for both) a key landed before
     if index > 1:
@@ -77,7 +81,37 @@ def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str
                         f"holding that key in the same interval")
             return (f"{source}.{column} = {orphan[0]['k']} landed at t{index}, but no {rule.source} row holding that key "
                     f"landed in the intervals within {duration_text(lag)} before it (t{first}..t{index})")
+        if lag is not None and source in arrivals and rule.source in arrivals:
+            late = _too_late(rule, source, column, lag, read, first, index, arrivals)
+            if late is not None:
+                return late
     return None
+
+
+def _too_late(rule: KeyRule, source: str, column: str, lag: Lag, read: Reader, first: int, index: int,
+              arrivals: Mapping[str, str]) -> str | None:
+    """A row of ``source`` landed in interval ``index`` that arrived more than ``lag`` after a row
+    of the key it holds (landed in intervals ``first..index``), in words; ``None`` when none did.
+    The lag is a bound on arrival values, row by row: the planner leaves out the key's rows that
+    arrived before the earliest its referencing rows allow (:mod:`tempura.optimizer.slices`)."""
+    from pyspark.sql import functions as F
+
+    rows = read(source, [index])
+    referencing = rows.select(F.col(quote_identifier(_named(rows.columns, column))).alias("k"),
+                              F.col(quote_identifier(_named(rows.columns, arrivals[source]))).alias("a"))
+    keys = read(rule.source, range(first, index + 1))
+    held = keys.select(F.col(quote_identifier(_named(keys.columns, rule.column))).alias("k"),
+                       F.col(quote_identifier(_named(keys.columns, arrivals[rule.source]))).alias("b"))
+    shift = (F.expr(f"INTERVAL '{int(lag.total_seconds())}' SECOND") if isinstance(lag, dt.timedelta) else F.lit(lag))
+    found = referencing.join(held, "k").where(F.col("a") > F.col("b") + shift).limit(1).collect()
+    if not found:
+        return None
+    return (f"{source}.{column} = {found[0]['k']} arrived at {found[0]['a']}, more than {duration_text(lag)} after a "
+            f"{rule.source} row holding that key (arrived at {found[0]['b']})")
+
+
+def _named(columns: Sequence[str], column: str) -> str:
+    return next((c for c in columns if c.lower() == column.lower()), column)
 
 
 def duration_text(lag: Lag) -> str:

@@ -19,7 +19,9 @@ from tempura.runtime.executor import spark_error_message, spark_errors
 from tempura.runtime.files import uri
 from tempura.runtime.storage import Location
 from tempura.sql.names import quote_identifier
-from tempura.tvr.layout import BUCKET, Layout
+from tempura.runtime.sources import _time_literal
+from tempura.tvr.layout import BUCKET, Layout, Since, slices_after
+from tempura.tvr.time import TimeValue
 
 if TYPE_CHECKING:
     from tempura.runtime.store import JobStore
@@ -44,13 +46,31 @@ def bucket_of(column: Column, dtype: DataType, buckets: int) -> Column:
     return F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int")
 
 
-def write_laid_out(frame: DataFrame, layout: Layout, target: Location | str) -> None:
-    """Write ``frame`` (replacing ``target``) as parquet, one folder per bucket of ``layout``,
-    each bucket's rows in one file."""
+def slice_of(column: Column, bounds: Sequence[TimeValue]) -> Column:
+    """The time slice of each arrival value of ``column``: how many of ``bounds`` are below it
+    (:func:`~tempura.tvr.layout.slice_bounds`)."""
     from pyspark.sql import functions as F
 
-    dtype = frame.schema[layout.column].dataType
-    bucketed = frame.withColumn(BUCKET, bucket_of(F.col(quote_identifier(layout.column)), dtype, layout.buckets))
+    out = F.lit(0)
+    for bound in bounds:
+        out = out + F.when(column > _time_literal(bound), 1).otherwise(0)
+    return out.cast("int")
+
+
+def write_laid_out(frame: DataFrame, layout: Layout, target: Location | str,
+                   bounds: Sequence[TimeValue] = ()) -> None:
+    """Write ``frame`` (replacing ``target``) as parquet, one folder per bucket of ``layout``,
+    each bucket's rows in one file; a sliced layout's buckets are the time slices ``bounds``
+    split its arrival column into."""
+    from pyspark.sql import functions as F
+
+    key = F.col(quote_identifier(layout.column))
+    if layout.sliced:
+        if len(bounds) != layout.buckets - 1:
+            raise ExecutionError(f"a landing in {layout.buckets} time slices needs {layout.buckets - 1} bounds, not {len(bounds)}")
+        bucketed = frame.withColumn(BUCKET, slice_of(key, bounds))
+    else:
+        bucketed = frame.withColumn(BUCKET, bucket_of(key, frame.schema[layout.column].dataType, layout.buckets))
     try:
         bucketed.repartition(F.col(BUCKET)).write.mode("overwrite").partitionBy(BUCKET).parquet(uri(target))
     except spark_errors() as error:
@@ -75,7 +95,7 @@ def probe_buckets(keys: DataFrame, column: str, layouts: Iterable[Layout]) -> di
 
 @dataclass
 class PrunedRead:
-    """What a pruned read selected of a source's landed folders: buckets and bytes."""
+    """What a pruned read selected of a source's landed folders: buckets (or time slices) and bytes."""
 
     read: str
     column: str
@@ -83,6 +103,7 @@ class PrunedRead:
     buckets: int = 0
     bytes_read: int = 0
     bytes: int = 0  # of the whole read: every folder it would read unpruned
+    sliced: bool = False  # time slices left out by the arrival bound, rather than buckets by a probe's keys
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,7 +123,7 @@ class Pruning:
 
     def usable(self, layout: Layout | None) -> Layout | None:
         """``layout`` if the read can take only some of its buckets."""
-        return layout if layout is not None and layout.column == self.column else None
+        return layout if layout is not None and layout.hashes(self.column) else None
 
     @property
     def where(self) -> Column:
@@ -121,16 +142,24 @@ def select_buckets(folders: Sequence[str], listings: Sequence[Mapping[str, int]]
     """The folders to read of ``folders`` (each listed by its entry of ``listings``: files by
     path relative to it, with sizes; laid out by its entry of ``layouts``, or not): a laid-out
     one's touched bucket folders, any other whole; ``read`` counts what they hold."""
+    hits = [touched.get(layout.buckets, set()) if layout is not None else None for layout in layouts]
+    return select_folders(folders, listings, [x.buckets if x is not None else 0 for x in layouts], hits, read)
+
+
+def select_folders(folders: Sequence[str], listings: Sequence[Mapping[str, int]], counts: Sequence[int],
+                   hits: Sequence[set[int] | None], read: PrunedRead) -> list[str]:
+    """The folders to read of ``folders`` (each listed by its entry of ``listings``), each split
+    into its entry of ``counts`` buckets (or slices) of which those of ``hits`` are read (``None``:
+    the folder whole); ``read`` counts what they hold."""
     out = []
-    for folder, listed, layout in zip(folders, listings, layouts):
+    for folder, listed, count, hit in zip(folders, listings, counts, hits):
         size = sum(listed.values())
         read.bytes += size
-        if layout is None:
+        if hit is None:
             out.append(folder)
             read.bytes_read += size
             continue
-        hit = touched.get(layout.buckets, set())
-        read.buckets += layout.buckets
+        read.buckets += count
         per_bucket: dict[str, int] = {}
         for name, length in listed.items():
             top = name.split("/", 1)[0]
@@ -157,4 +186,23 @@ def pruned_folders(store: JobStore, cycle: str, source: str, first: int, last: i
     return chosen, taken
 
 
-__all__ = ["PrunedRead", "Pruning", "pruned_folders", "bucket_folder", "bucket_of", "key_class", "probe_buckets", "select_buckets", "write_laid_out"]
+def sliced_folders(store: JobStore, cycle: str, source: str, first: int, last: int,
+                   history: Mapping[str, list[str]] | None, layouts: Mapping[int, Layout],
+                   bounds: Mapping[int, Sequence[TimeValue]], since: Since, read: PrunedRead) -> tuple[list[str], list[str]]:
+    """``source``'s landed intervals ``first..last`` as a read bounded by ``since`` takes them:
+    each interval landed in time slices at the slices that may hold a row arriving after
+    ``since.after`` (``bounds``: each interval's slice bounds), the others whole; and a carried
+    history's folders. The rows left out match nothing, so no filter is needed."""
+    folders, taken = store.interval_folders(cycle, source, first, last, history)
+    start = last - len(folders) + 1
+    counts, hits = [], []
+    for i in range(start, last + 1):
+        layout = layouts.get(i)
+        sliced = layout is not None and layout.sliced and layout.column == since.column and i in bounds
+        counts.append(layout.buckets if layout is not None and sliced else 0)
+        hits.append(slices_after(bounds[i], since.after) if sliced else None)
+    return select_folders(folders, store.interval_files(cycle, source, start, last), counts, hits, read), taken
+
+
+__all__ = ["PrunedRead", "Pruning", "pruned_folders", "bucket_folder", "bucket_of", "key_class", "probe_buckets", "select_buckets",
+           "select_folders", "slice_of", "sliced_folders", "write_laid_out"]

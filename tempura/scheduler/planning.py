@@ -122,7 +122,9 @@ def arrival_bounds(spec: Spec, cycle: Cycle | None = None,
     reach: dict[str, dict[str, tuple[int, ...]]] = {}
     for (table, column), back in spec.key_reach(cycle).items():
         reach.setdefault(table, {})[column] = back
-    return ArrivalBounds(out, empty, keys, expected_empty(spec, landed, cycle.offset), reach)
+    lags = {at: (rule.source, rule.column, lag) for rule in spec.key_rules() if rule.domain not in dropped
+            for at, lag in rule.within}
+    return ArrivalBounds(out, empty, keys, expected_empty(spec, landed, cycle.offset), reach, lags)
 
 
 def output_mode(spec: Spec) -> str:

@@ -60,7 +60,8 @@ from tempura.scheduler.reoptimize import NOTICEABLE
 from tempura.scheduler.spec import Cycle, Spec, cycle_index_at
 from tempura.sql.names import quote_identifier
 from tempura.tvr.bounds import ArrivalBounds
-from tempura.tvr.layout import Layout
+from tempura.tvr.layout import Layout, interval_slices
+from tempura.tvr.time import TimeValue
 from tempura.tvr.plan import MultiTimePlan
 
 if TYPE_CHECKING:
@@ -365,7 +366,8 @@ class Runner:
         self.store.save_plan(label, index, plan.to_json())
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.points.k, self.output,
                                    allow_empty=self.spec.allow_empty, fence=self.lock.check,
-                                   history=carried_history(previous), layouts=landed_layouts(previous, landed))
+                                   history=carried_history(previous), layouts=landed_layouts(previous, landed),
+                                   slices=self._slice_bounds(cycle))
         run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
@@ -738,7 +740,9 @@ class Runner:
             return read_landed(self.spark, self._schemas[source], folders)
 
         with self.meter.measure("check keys") as cost:
-            broken.update(violations(rules, read, index, self.spec.key_reach(cycle)))
+            arrivals = {name.lower(): source.arrival.column for name, source in self.spec.sources.items()
+                        if source.arrival.column is not None}
+            broken.update(violations(rules, read, index, self.spec.key_reach(cycle), arrivals))
         return broken, cost
 
     def _check_drift(self, previous: dict[str, Any] | None) -> None:
@@ -763,6 +767,13 @@ class Runner:
             return None
         return StructType([f for f in StructType.fromJson(json.loads(recorded)).fields if f.name not in (TP, OP)])
 
+    def _slice_bounds(self, cycle: Cycle) -> Callable[[str, int, int], list[TimeValue]]:
+        """Per source, interval and slice count, the bounds its landing is sliced at
+        (:func:`~tempura.tvr.layout.interval_slices`; none for an interval with no start)."""
+        def bounds(name: str, index: int, slices: int) -> list[TimeValue]:
+            return interval_slices(cycle.points.values, self.spec.origin(name, cycle), index, slices) or []
+        return bounds
+
     def _deleted_keys(self, label: str, name: str, schema: StructType, rows: DataFrame, previous: dict[str, Any] | None,
                       index: int) -> DataFrame | None:
         """The rows landed before interval ``index`` that its deletions (in ``rows``) may remove,
@@ -770,7 +781,7 @@ class Runner:
         pruned read, as a fragment's); ``None`` when none did."""
         from pyspark.sql import functions as F
 
-        laid = landed_layouts(previous, {}).get(name, {})
+        laid = {i: layout for i, layout in landed_layouts(previous, {}).get(name, {}).items() if not layout.sliced}
         if not laid:
             return None
         column = Counter(layout.column for layout in laid.values()).most_common(1)[0][0]  # the most intervals'
@@ -823,7 +834,8 @@ class Runner:
             with self.meter.measure(f"land {name}") as written:
                 columns = rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields])
                 if layout is not None:
-                    write_laid_out(columns, layout, pending)
+                    write_laid_out(columns, layout, pending, self._slice_bounds(cycle)(name, index, layout.buckets)
+                                   if layout.sliced else ())
                 else:
                     write_frame(columns, pending)
             check_visible(self.files, pending, written.rows_written)  # the first write of a run: a workdir not shared

@@ -225,12 +225,12 @@ def reach(values: Sequence[TimeValue], origin: TimeValue | None, lag: Lag | None
     points: list[TimeValue | None] = [origin, *values]
     out = []
     for j in range(1, len(values) + 1):
-        bound = _minus(points[j - 1], lag)
-        out.append(max((i for i in range(j) if bound is not None and _at_or_before(points[i], bound)), default=0))
+        bound = minus(points[j - 1], lag)
+        out.append(max((i for i in range(j) if bound is not None and at_or_before(points[i], bound)), default=0))
     return tuple(out)
 
 
-def _minus(value: TimeValue | None, lag: Lag) -> TimeValue | None:
+def minus(value: TimeValue | None, lag: Lag) -> TimeValue | None:
     """``value - lag``, a date taken at its midnight; ``None`` when the two do not subtract."""
     if value is None:
         return None
@@ -245,7 +245,7 @@ def _minus(value: TimeValue | None, lag: Lag) -> TimeValue | None:
     return None
 
 
-def _at_or_before(point: TimeValue | None, bound: TimeValue) -> bool:
+def at_or_before(point: TimeValue | None, bound: TimeValue) -> bool:
     if point is None:
         return True  # no origin: the cycle's first interval starts before any time
     if isinstance(bound, dt.datetime) and isinstance(point, dt.date) and not isinstance(point, dt.datetime):
@@ -265,7 +265,8 @@ class ArrivalBounds:
     def __init__(self, sources: Mapping[str, SourceBound], empty: Mapping[str, Iterable[int]] | None = None,
                  keys: Mapping[str, Mapping[str, str]] | None = None,
                  expected_empty: Mapping[str, Iterable[int]] | None = None,
-                 reach: Mapping[str, Mapping[str, Sequence[int]]] | None = None) -> None:
+                 reach: Mapping[str, Mapping[str, Sequence[int]]] | None = None,
+                 lags: Mapping[tuple[str, str], tuple[str, str, Lag]] | None = None) -> None:
         self.sources = {name.lower(): bound for name, bound in sources.items()}
         self.landed_empty = {name.lower(): frozenset(found) for name, found in (empty or {}).items() if found}
         self.expected_empty = {name.lower(): frozenset(found) for name, found in (expected_empty or {}).items() if found}
@@ -277,6 +278,10 @@ class ArrivalBounds:
         # interval before the first whose keys a row landing in interval j may hold, per j
         self.reach = {name.lower(): {c.lower(): tuple(r) for c, r in columns.items()} for name, columns in (reach or {}).items()
                       if columns}
+        # per referencing (source, column) landing within a lag of its key: the key's source and
+        # column, and the lag (``arrival.within``)
+        self.lags = {(source.lower(), column.lower()): (owner.lower(), key.lower(), lag)
+                     for (source, column), (owner, key, lag) in (lags or {}).items()}
 
     def __bool__(self) -> bool:
         return bool(self.sources) or bool(self.empty) or bool(self.keys)
@@ -437,4 +442,4 @@ def _conjunct_fact(node: exp.Expr, kinds: Mapping[str, Kind]) -> tuple[str, Inte
     return name, Interval(value, None, low_open=op is exp.GT)
 
 
-__all__ = ["ArrivalBounds", "Facts", "Interval", "KeyRule", "Keys", "SourceBound", "encode_time", "equated", "predicate_facts"]
+__all__ = ["ArrivalBounds", "Facts", "Interval", "KeyRule", "Keys", "SourceBound", "at_or_before", "encode_time", "equated", "minus", "predicate_facts"]

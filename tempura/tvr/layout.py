@@ -18,6 +18,7 @@ touches every bucket.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -29,6 +30,8 @@ from tempura.algebra import (Aggregate, Distinct, Filter, Join, JoinKind, Logica
 from tempura.algebra.expressions import col, conjuncts
 from tempura.cost.model import CostConstants
 from tempura.tvr.operators import Consolidate, Finalize, StateAggregate, StateMerge, StateRows, ToDelta
+from tempura.tvr.bounds import at_or_before
+from tempura.tvr.time import TimeValue
 
 # The partition column a laid-out folder's buckets are written under (``tempura_bucket=<b>``).
 BUCKET = "tempura_bucket"
@@ -38,20 +41,29 @@ MIN_BUCKET_BYTES = 16 * 1024  # a bucket's file on average at least this big: sm
 
 @dataclass(frozen=True)
 class Layout:
-    """Rows clustered by ``column`` into ``buckets`` hash buckets."""
+    """Rows clustered by ``column`` into ``buckets`` hash buckets; or, ``sliced``, a landed
+    interval's rows split by their arrival column ``column`` into ``buckets`` time slices of
+    equal length (:func:`slice_bounds`)."""
 
     column: str
     buckets: int
+    sliced: bool = False
+
+    def hashes(self, column: str) -> bool:
+        """Whether the rows are hash-bucketed by ``column`` (what a probe by it can prune)."""
+        return not self.sliced and self.column == column
 
     def describe(self) -> str:
+        if self.sliced:
+            return f"sliced by {self.column} into {self.buckets} time slices"
         return f"hash({self.column}) into {self.buckets} buckets"
 
     def to_json(self) -> dict[str, Any]:
-        return {"column": self.column, "buckets": self.buckets}
+        return {"column": self.column, "buckets": self.buckets, **({"sliced": True} if self.sliced else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Layout:
-        return cls(str(data["column"]), int(data["buckets"]))
+        return cls(str(data["column"]), int(data["buckets"]), bool(data.get("sliced", False)))
 
 
 def bucket_counts() -> list[int]:
@@ -95,6 +107,39 @@ def bucket_read(read: float, buckets: int, keys: float, k: CostConstants) -> flo
     return read * hit / buckets + hit * k.file_open
 
 
+def slice_bounds(start: TimeValue, end: TimeValue, slices: int) -> list[TimeValue]:
+    """The ``slices - 1`` inner bounds splitting the interval ``(start, end]`` into time slices
+    of equal length (an integer time rounded down): slice ``j`` holds the rows arriving in
+    ``(b_{j-1}, b_j]`` (``b_{-1} = start``, ``b_{slices-1} = end``), so a row's slice is the
+    number of bounds below its arrival. Bounds may repeat on a short integer interval, which
+    leaves a slice empty."""
+    out: list[TimeValue] = []
+    for j in range(1, slices):
+        if isinstance(start, dt.datetime) and isinstance(end, dt.datetime):
+            out.append(start + (end - start) * j / slices)
+        elif isinstance(start, dt.date) and isinstance(end, dt.date) and not isinstance(start, dt.datetime):
+            out.append(start + dt.timedelta(days=((end - start).days * j) // slices))
+        elif isinstance(start, (int, float)) and isinstance(end, (int, float)):
+            step = (end - start) * j / slices
+            out.append(start + int(step) if isinstance(start, int) and isinstance(end, int) else start + step)
+        else:
+            raise TypeError(f"time points {start!r} and {end!r} do not slice")
+    return out
+
+
+def interval_slices(values: Sequence[TimeValue], origin: TimeValue | None, index: int, slices: int) -> list[TimeValue] | None:
+    """The slice bounds of interval ``index`` (``(t_{index-1}, t_index]``; ``t_0``: ``origin``)
+    split into ``slices``; ``None`` for a first interval with no origin, which has no length."""
+    start = values[index - 2] if index > 1 else origin
+    return None if start is None else slice_bounds(start, values[index - 1], slices)
+
+
+def slices_after(bounds: Sequence[TimeValue], after: TimeValue) -> set[int]:
+    """The slices (of ``len(bounds) + 1``) that may hold a row arriving after ``after``: every
+    slice but those whose upper bound is at or before it."""
+    return {j for j in range(len(bounds) + 1) if j == len(bounds) or not at_or_before(bounds[j], after)}
+
+
 def touched(buckets: int, distinct: float) -> float:
     """The expected buckets of ``buckets`` that ``distinct`` uniformly hashed keys fall in."""
     if buckets <= 1:
@@ -122,6 +167,28 @@ class Probe:
 
     def describe(self) -> str:
         return f"{self.view} by {self.column} ∈ keys of {self.key} (≈{self.distinct:.4g} distinct)"
+
+
+@dataclass(frozen=True)
+class Since:
+    """A read of a fragment (the view ``view`` of source ``source``) whose rows matter only where
+    the source's arrival column ``column`` is after ``after``: below an equi-join on the
+    source's key whose other side's keys are all held by rows declared to land at most a lag
+    after the key (``arrival: {with: …, within: …}``) and that landed after a known time point,
+    so reference keys that landed after ``after`` (:func:`~tempura.optimizer.slices.find_since`).
+    ``rows``, ``bytes`` and ``cost``: the read's estimates; ``time``: the fragment's time point."""
+
+    view: str
+    source: str
+    column: str
+    after: TimeValue
+    rows: float
+    bytes: float
+    time: int
+    cost: float = 0.0
+
+    def describe(self) -> str:
+        return f"{self.view} where {self.column} > {self.after}"
 
 
 @dataclass(frozen=True)
@@ -265,5 +332,6 @@ def _united(probes: Sequence[Probe]) -> Probe:
                  first.time, first.cost)
 
 
-__all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Leaf", "Merge", "Probe", "bucket_counts", "bucket_read", "column_of",
-           "equalities", "keyed_reads", "leaves", "passes", "probed_sides", "pruned", "scans_of", "touched", "worth_probing"]
+__all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Leaf", "Merge", "Probe", "Since", "bucket_counts", "bucket_read",
+           "column_of", "equalities", "keyed_reads", "leaves", "passes", "probed_sides", "pruned", "scans_of", "interval_slices", "slice_bounds",
+           "slices_after", "touched", "worth_probing"]

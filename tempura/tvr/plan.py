@@ -20,7 +20,7 @@ from typing import Any
 from tempura.algebra import LogicalPlan, Query, format_plan
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import CostVector, Objective
-from tempura.tvr.layout import Layout, Merge, Probe
+from tempura.tvr.layout import Layout, Merge, Probe, Since
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.time import TimePoints
 
@@ -50,6 +50,7 @@ class Fragment:
     computes: str = ""  # ``form`` as a user reads it: "changes up to t2 of Aggregate over sales, returns"
     probes: tuple[Probe, ...] = ()  # reads whose rows matter only at the keys of a join's other side
     merges: tuple[Merge, ...] = ()  # kept states it merges with its other reads, keyed by a column
+    since: tuple[Since, ...] = ()  # source reads whose rows matter only where they arrived after a bound
 
     @property
     def output(self) -> str:
@@ -80,6 +81,8 @@ class Fragment:
             **({"fallback": self.fallback} if self.fallback else {}),
             **({"probes": [{"read": p.view, "column": p.column, "by": p.key, "estimated_distinct": p.distinct}
                            for p in self.probes]} if self.probes else {}),
+            **({"since": [{"read": s.view, "column": s.column, "after": str(s.after)} for s in self.since]}
+               if self.since else {}),
         }
 
 

@@ -80,7 +80,7 @@ def probes_text(plan: MultiTimePlan, fragment: Fragment) -> list[str]:
         if read is None:
             continue
         laid = {i: layout for i, layout in plan.layouts.get(read.scan.table, {}).items()
-                if read.start < i <= read.end and layout.column == probe.column}
+                if read.start < i <= read.end and layout.hashes(probe.column)}
         if not laid:
             continue
         hit = sum(touched(layout.buckets, probe.distinct) for layout in laid.values())
@@ -88,6 +88,15 @@ def probes_text(plan: MultiTimePlan, fragment: Fragment) -> list[str]:
         out.append(f"pruned read: {read.describe()} by {probe.column} (the keys of {probe.key}, ≈{probe.distinct:.4g}): "
                    f"≈{hit:.3g} of the {total} buckets of interval{'s' if len(laid) > 1 else ''} "
                    f"{', '.join(map(str, sorted(laid)))}")
+    for since in fragment.since:
+        read = views.get(since.view)
+        sliced = {i: layout for i, layout in plan.layouts.get(since.source, {}).items()
+                  if read is not None and read.start < i <= read.end and layout.sliced and layout.column == since.column}
+        if read is None or not sliced:
+            continue
+        out.append(f"pruned read: {read.describe()} by {since.column} > {since.after} (the keys it is joined with arrived "
+                   f"after it): the time slices after it of interval{'s' if len(sliced) > 1 else ''} "
+                   f"{', '.join(map(str, sorted(sliced)))}")
     kept = states.get(fragment.keeps or "")
     for merge in fragment.merges:
         before = states.get(merge.state)

@@ -248,7 +248,7 @@ class TimedImplementer:
             done, layout = self.landed(table, i)
             if not done:
                 free.append((i, share))
-            elif layout is not None and layout.column == column:
+            elif layout is not None and layout.hashes(column):
                 landed += bucket_read(read * share, layout.buckets, probe.keys, k)
             else:
                 landed += read * share
