@@ -164,3 +164,15 @@ def test_slicing_pays_where_the_bounded_read_weighs_more_than_the_landing() -> N
     assert taken == {}
     assert Layout("at", 16, sliced=True).hashes("at") is False  # a probe by the column never takes it for buckets
     assert Layout.from_json(Layout("at", 16, sliced=True).to_json()) == Layout("at", 16, sliced=True)
+
+
+def test_the_plan_names_the_sliced_landing_and_the_bounded_read() -> None:
+    from tempura.tvr.render import probes_text
+
+    plan = plan_of((0.001, 0.001, 0.001, 1.0))
+    assert probes_text(plan, plan.fragments[0]) == []  # nothing lands sliced: the read is whole
+    plan.layouts = {"sales": {3: Layout("at", 8, sliced=True)}}
+    assert probes_text(plan, plan.fragments[0]) == [
+        "pruned read: sales, rows landed in (t2, t3] by at > 290 (the keys it is joined with arrived after it): "
+        "the time slices after it of interval 3"]
+    assert Layout("at", 8, sliced=True).describe() == "sliced by at into 8 time slices"
