@@ -30,7 +30,7 @@ from tempura.algebra import (Aggregate, Distinct, Filter, Join, JoinKind, Logica
 from tempura.cost.model import Cost, CostConstants
 from tempura.cost.vector import CostVector, Objective
 from tempura.stats.relation import RelStats
-from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, bucket_counts, bucket_read, column_of,
+from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, Since, bucket_counts, bucket_read, column_of,
                                 equalities, leaves, probed_sides, pruned, scans_of, touched)
 from tempura.tvr.operators import (Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, StateRows,
                                    ToDelta)
@@ -179,9 +179,9 @@ class Choice:
     saving: float
 
 
-def read_share(probe: Probe, size: float, k: CostConstants) -> float:
+def read_share(probe: Probe | Since, size: float, k: CostConstants) -> float:
     """The part of ``probe``'s read cost an interval of ``size`` bytes makes (at least its
-    bytes' read; a snapshot's consolidation of them too)."""
+    bytes' read; a snapshot's consolidation of them too); of a read bounded in time alike."""
     whole = max(probe.cost, probe.bytes * k.dfs_read)
     return whole * size / probe.bytes if probe.bytes > 0 else 0.0
 

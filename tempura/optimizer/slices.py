@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from tempura.algebra import Join, JoinKind, LogicalPlan, Scan, Union
 from tempura.cost.model import Cost, CostConstants
 from tempura.cost.vector import CostVector, Objective
+from tempura.optimizer.layouts import Landing, read_share
 from tempura.stats.relation import RelStats
 from tempura.tvr.bounds import ArrivalBounds, minus, at_or_before
 from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Since, equalities, interval_slices, leaves, passes,
@@ -157,17 +158,9 @@ def _inside(values: Sequence[TimeValue], origin: TimeValue | None, read: SourceR
     return start is None or not at_or_before(after, start)
 
 
-Landing = Callable[[str, int], tuple[bool, Layout | None]]  # whether a source's interval has landed, and its layout
-
-
 def _slice_read(whole: float, slices: int, read: int, k: CostConstants) -> float:
     """A read costing ``whole`` of an interval in ``slices`` slices, taken at ``read`` of them."""
     return whole * read / slices + read * k.file_open
-
-
-def _share(since: Since, size: float, k: CostConstants) -> float:
-    whole = max(since.cost, since.bytes * k.dfs_read)
-    return whole * size / since.bytes if since.bytes > 0 else 0.0
 
 
 def choose_slices(plan: MultiTimePlan, sizes: Mapping[str, Sequence[float]], constants: CostConstants,
@@ -199,7 +192,7 @@ def choose_slices(plan: MultiTimePlan, sizes: Mapping[str, Sequence[float]], con
                 gain = 0.0
                 for since, read in found:
                     if read.start < i <= read.end:
-                        whole = _share(since, size[i - 1], k)
+                        whole = read_share(since, size[i - 1], k)
                         gain += weights[since.time - 1] * (whole - _slice_read(whole, n, len(slices_after(cuts, since.after)), k))
                 files = min(float(n), size[i - 1] / max(row_bytes, 1.0))
                 gains[i] = gain - weights[i - 1] * (size[i - 1] * (k.network + k.local_write + k.local_read) + files * k.file_open)
@@ -225,7 +218,7 @@ def price_since(fragment: Fragment, layouts: Mapping[str, Mapping[int, Layout]],
             cuts = interval_slices(arrival.values, arrival.origin, i, layout.buckets) if layout is not None else None
             if layout is None or not layout.sliced or layout.column != since.column or cuts is None:
                 continue
-            whole = _share(since, sizes[since.source][i - 1], constants)
+            whole = read_share(since, sizes[since.source][i - 1], constants)
             saved += whole - _slice_read(whole, layout.buckets, len(slices_after(cuts, since.after)), constants)
     if saved:
         fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
