@@ -18,6 +18,7 @@ import pytest
 from tempura.algebra import Join, LogicalPlan
 from tempura.catalog import TableSource
 from tempura.cost import CostConstants, PlanCost
+from tempura.cost.operators import SparkCosts
 from tempura.memo import PhysicalPlan
 from tempura.optimizer import Optimizer, PlannedQuery
 from tempura.optimizer.explain import StatsExplainer, format_physical
@@ -185,6 +186,31 @@ def test_a_broadcast_with_a_bound_is_kept() -> None:
     builds = [tables for tables, _ in pinned_broadcasts(planned.physical)]
     assert {"item", "warehouse"} in builds or {"warehouse"} in builds, format_physical(planned.physical)
     assert "inventory" not in set().union(*builds)
+
+
+def test_a_broadcast_join_prices_building_its_relation_on_either_side() -> None:
+    """Every executor builds the broadcast relation, whichever input it is: the join's own cost
+    is the hash join plus those builds, so the two orders of one join cost the same and neither
+    is picked for a cost it leaves out."""
+    k = CostConstants()
+    for sql in ("SELECT w_name, inv_qty FROM inventory JOIN warehouse ON inv_w = w_id",
+                "SELECT w_name, inv_qty FROM warehouse JOIN inventory ON inv_w = w_id"):
+        planned = plan(ANALYZED, sql)
+        (tables, build), = pinned_broadcasts(planned.physical)
+        assert tables == {"warehouse"}
+        join = find(planned.physical, "BroadcastHashJoin")
+        assert join is not None, format_physical(planned.physical)
+        probe = next(c for c in join.children if c.operator != "BroadcastExchange")
+        expected = SparkCosts(k).hash_join(build.stats, probe.stats, join.stats).total
+        expected += k.cpu * k.hash * build.stats.rows * (k.executors - 1)
+        assert join.own.total == pytest.approx(expected, rel=1e-9), format_physical(planned.physical)
+
+
+def find(node: PhysicalPlan, operator: str) -> PhysicalPlan | None:
+    """The first node of ``operator`` in ``node``'s tree, top down."""
+    if node.operator == operator:
+        return node
+    return next((found for c in node.children if (found := find(c, operator)) is not None), None)
 
 
 def test_an_unbounded_nested_loop_join_is_left_to_spark() -> None:

@@ -142,7 +142,7 @@ def implement_join(
             if kind in BUILD_LEFT and broadcastable(left, k.broadcast_threshold):
                 alt("BroadcastHashJoin", BROADCAST_HASH_JOIN,
                     ((left_g.id, Props(BROADCASTED)), (right_g.id, passable(required, right_cols))),
-                    costs.hash_join(left, right, out), stream(1), "BROADCAST:left", "build=left", (1,))
+                    costs.hash_join(left, right, out) + building(left), stream(1), "BROADCAST:left", "build=left", (1,))
         shuffled = (
             (left_g.id, Props(Distribution.hashed(*lkeys))),
             (right_g.id, Props(Distribution.hashed(*rkeys))),
