@@ -6,7 +6,9 @@ earlier, those rows are new. So the query run over the last interval's rows alon
 source's rows landed in ``(t_{k-1}, t_k]`` and nothing else; not a correct plan, a floor — costs
 no more than any correct plan's last time point. A source that landed nothing in the last
 interval (a dimension loaded at ``t_1``) is read whole: every plan still joins the new rows of the
-others with it, and its empty interval would make a join compute nothing. Measured beside the query over the whole
+others with it, and its empty interval would make a join compute nothing. (Were that source a big
+one that a plan reads only part of, by a layout, the floor would no longer bound that plan: the
+report names the sources read whole.) Measured beside the query over the whole
 snapshot at ``t_k`` (what recompute runs then), alternating, it bounds the ratio any plan can
 reach: if the floor is above a target, no layout or state reaches it.
 

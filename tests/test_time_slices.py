@@ -100,6 +100,19 @@ def test_a_read_is_bounded_where_the_join_drops_its_rows_that_match_nothing(kind
 def test_a_bound_before_the_reads_start_leaves_nothing_out() -> None:
     plan = Join(JoinKind.SEMI, OLD_SALES, NEW_RETURNS, eq("o_id", "r_id"))
     assert find_since(plan, READS, bounds(lag=150), stats, 4) == []  # 300 - 150 is before t2 = 200
+    days = tuple(dt.date(2026, 1, d) for d in (1, 21, 31))  # date time points: a lag subtracts to a timestamp
+    dated = ArrivalBounds({"sales": SourceBound("at", days, dt.date(2025, 12, 1)),
+                           "returns": SourceBound("r_at", days, dt.date(2025, 12, 1))},
+                          keys={"sales": {"o_id": "sales.o_id"}, "returns": {"r_id": "sales.o_id"}},
+                          lags={("returns", "r_id"): ("sales", "o_id", dt.timedelta(days=15))})
+    old, old_read = read("sales", 1, 2, False, "o_id", "at")  # rows landed in (Jan 1, Jan 21]
+    new, new_read = read("returns", 2, 3, True, "r_id", "r_at")  # returns of (Jan 21, Jan 31]
+    reads = {old_read.view: old_read, new_read.view: new_read}
+    semi = Join(JoinKind.SEMI, old, new, eq("o_id", "r_id"))
+    assert [s.after for s in find_since(semi, reads, dated, stats, 3)] == [dt.datetime(2026, 1, 6)]
+    late = ArrivalBounds(dated.sources, keys={"sales": {"o_id": "sales.o_id"}, "returns": {"r_id": "sales.o_id"}},
+                         lags={("returns", "r_id"): ("sales", "o_id", dt.timedelta(days=25))})
+    assert find_since(semi, reads, late, stats, 3) == []  # Dec 27 is before the read's start
 
 
 def test_keys_through_a_join_are_bounded_by_the_side_that_restricts_them() -> None:

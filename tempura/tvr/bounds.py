@@ -246,10 +246,14 @@ def minus(value: TimeValue | None, lag: Lag) -> TimeValue | None:
 
 
 def at_or_before(point: TimeValue | None, bound: TimeValue) -> bool:
+    """Whether ``point`` is at or before ``bound`` (a date as its midnight beside a timestamp; no
+    point is before every time; values that do not compare are not)."""
     if point is None:
         return True  # no origin: the cycle's first interval starts before any time
     if isinstance(bound, dt.datetime) and isinstance(point, dt.date) and not isinstance(point, dt.datetime):
         point = dt.datetime.combine(point, dt.time())
+    if isinstance(point, dt.datetime) and isinstance(bound, dt.date) and not isinstance(bound, dt.datetime):
+        bound = dt.datetime.combine(bound, dt.time())
     try:
         return bool(point <= bound)  # type: ignore[operator]
     except TypeError:
