@@ -31,7 +31,7 @@ from tempura.cost.model import Cost, CostConstants
 from tempura.cost.vector import CostVector, Objective
 from tempura.stats.relation import RelStats
 from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Leaf, Merge, Probe, Since, bucket_counts, bucket_read, column_of,
-                                equalities, leaves, probed_sides, pruned, scans_of, touched)
+                                equalities, leaves, probed_sides, pruned, scans_of, touched, upkeep)
 from tempura.tvr.operators import (Consolidate, Finalize, SourceRead, StateAggregate, StateMerge, StateRows,
                                    ToDelta)
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
@@ -196,9 +196,7 @@ def interval_gain(probes: Sequence[Probe], interval: int, size: float, row_bytes
     for probe in probes:
         whole = read_share(probe, size, k)
         gain += weights[probe.time - 1] * (whole - bucket_read(whole, buckets, probe.distinct, k))
-    files = min(float(buckets), size / max(row_bytes, 1.0))
-    upkeep = size * (k.network + k.local_write + k.local_read) + files * k.file_open
-    return gain - weights[interval - 1] * upkeep
+    return gain - weights[interval - 1] * upkeep(size, size / max(row_bytes, 1.0), buckets, k)
 
 
 Landing = Callable[[str, int], tuple[bool, Layout | None]]  # whether a source's interval has landed, and its layout

@@ -72,6 +72,7 @@ from tempura.rules.tvr.expansion import COPY_FROM
 from tempura.stats.relation import RelStats
 from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.layout import Layout, pruned
+from tempura.tvr.operators import SourceRead
 from tempura.tvr.plan import METHOD_ORDER, MultiTimePlan
 from tempura.tvr.time import TimePoints
 from tempura.tvr.zset import MULT
@@ -380,25 +381,11 @@ def _layouts(p: Planning) -> str:
             f.merges = tuple(dataclasses.replace(merge, distinct=merge.distinct * factor) for merge in f.merges)
     reads = {read.view: read for f in plan.fragments for read in f.sources if not (
         f.method == "streaming" and read.delta and read.end == f.time and read.start == f.time - 1)}
-    whole: dict[str, float] = {}  # per source, its cycle's bytes as its probed reads estimate them
-    for f in plan.fragments:
-        for view, probe in pruned(f.probes, f.plan).items():
-            read = reads.get(view)
-            share = asked.fraction(read.scan.table, read.start, read.end) if read is not None else 0.0
-            if read is not None and share > 0:
-                whole[read.scan.table] = max(whole.get(read.scan.table, 0.0), probe.bytes / share)
-    k = asked.time_points.k
-    sizes = {name: [b * asked.fraction(name, i - 1, i) for i in range(1, k + 1)] for name, b in whole.items()}
+    sizes = _interval_sizes(asked, [(reads.get(view), probe.bytes) for f in plan.fragments
+                                    for view, probe in pruned(f.probes, f.plan).items()])
     landed = asked.resume.landed_layout
     choices = choose_layouts(plan, reads, sizes, p.costs.k, landed)
-    bounded: dict[str, float] = {}  # per source, its cycle's bytes as its time-bounded reads estimate them
-    for f in plan.fragments:
-        for since in f.since:
-            read = reads.get(since.view)
-            share = asked.fraction(since.source, read.start, read.end) if read is not None else 0.0
-            if read is not None and share > 0:
-                bounded[since.source] = max(bounded.get(since.source, 0.0), since.bytes / share)
-    sliced = {name: [b * asked.fraction(name, i - 1, i) for i in range(1, k + 1)] for name, b in bounded.items()}
+    sliced = _interval_sizes(asked, [(reads.get(since.view), since.bytes) for f in plan.fragments for since in f.since])
     slicing = choose_slices(plan, sliced, p.costs.k, asked.bounds, landed, {c.source for c in choices})
     probed = choose_state_layouts(plan, p.costs.k)
     merged = choose_merge_layouts(plan, p.costs.k)
@@ -428,6 +415,18 @@ def _layouts(p: Planning) -> str:
              for source, (layout, intervals, _) in sorted(slicing.items())]
     said += [f"state {state_id}: {layout.describe()}" for state_id, layout in sorted(kept.items())]
     return "; ".join(said) or "nothing laid out"
+
+
+def _interval_sizes(asked: Standing, found: Iterable[tuple[SourceRead | None, float]]) -> dict[str, list[float]]:
+    """Per source of the reads ``found`` (each with its estimated bytes), each interval's bytes:
+    the cycle's as the largest of its reads' estimates scales up, split by the arrival model."""
+    whole: dict[str, float] = {}
+    for read, size in found:
+        share = asked.fraction(read.scan.table, read.start, read.end) if read is not None else 0.0
+        if read is not None and share > 0:
+            whole[read.scan.table] = max(whole.get(read.scan.table, 0.0), size / share)
+    k = asked.time_points.k
+    return {name: [b * asked.fraction(name, i - 1, i) for i in range(1, k + 1)] for name, b in whole.items()}
 
 
 def _with_landed(plan: MultiTimePlan, landed: Iterable[tuple[str, int, Layout | None]]) -> dict[str, dict[int, Layout]]:

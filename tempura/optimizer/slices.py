@@ -33,8 +33,8 @@ from tempura.cost.vector import CostVector, Objective
 from tempura.optimizer.layouts import Landing, read_share
 from tempura.stats.relation import RelStats
 from tempura.tvr.bounds import ArrivalBounds, minus, at_or_before
-from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Since, equalities, interval_slices, leaves, passes,
-                                probed_sides, scans_of, slices_after)
+from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Since, equalities, interval_slices, leaves, part_read, passes,
+                                probed_sides, scans_of, slices_after, upkeep)
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.plan import Fragment, MultiTimePlan
 from tempura.tvr.time import TimeValue
@@ -66,7 +66,7 @@ def key_after(plan: LogicalPlan, column: str, reads: Mapping[str, SourceRead], b
         source = bounds.sources.get(read.scan.table.lower())
         if lag is None or source is None or not source.on_time:
             return None
-        start = source.values[read.start - 1] if read.start >= 1 else source.origin
+        start = source.point(read.start)
         after = minus(start, lag[2]) if start is not None else None
         return ((lag[0], lag[1]), after) if after is not None else None
     if isinstance(plan, Join):
@@ -133,8 +133,9 @@ def find_since(plan: LogicalPlan, reads: Mapping[str, SourceRead], bounds: Arriv
                         if read is None or id(scan) in seen or (read.scan.table.lower(), source_column.lower()) != bound[0]:
                             continue
                         arrival = bounds.sources.get(read.scan.table.lower())
-                        if arrival is None or not _inside(arrival.values, arrival.origin, read, bound[1]):
-                            continue
+                        start = arrival.point(read.start) if arrival is not None else None
+                        if arrival is None or (start is not None and at_or_before(bound[1], start)):
+                            continue  # the bound leaves none of the read's rows out
                         seen.add(id(scan))
                         leaf = stats(scan)
                         found.setdefault(scan.table, []).append(Since(
@@ -149,18 +150,6 @@ def find_since(plan: LogicalPlan, reads: Mapping[str, SourceRead], bounds: Arriv
         if len(sinces) == scans_of(plan, view):
             out.append(min(sinces, key=lambda s: _order(s.after)))
     return out
-
-
-def _inside(values: Sequence[TimeValue], origin: TimeValue | None, read: SourceRead, after: TimeValue) -> bool:
-    """Whether ``after`` falls after the start of ``read``'s first interval: some of its rows may
-    be left out."""
-    start = values[read.start - 1] if read.start >= 1 else origin
-    return start is None or not at_or_before(after, start)
-
-
-def _slice_read(whole: float, slices: int, read: int, k: CostConstants) -> float:
-    """A read costing ``whole`` of an interval in ``slices`` slices, taken at ``read`` of them."""
-    return whole * read / slices + read * k.file_open
 
 
 def choose_slices(plan: MultiTimePlan, sizes: Mapping[str, Sequence[float]], constants: CostConstants,
@@ -193,9 +182,8 @@ def choose_slices(plan: MultiTimePlan, sizes: Mapping[str, Sequence[float]], con
                 for since, read in found:
                     if read.start < i <= read.end:
                         whole = read_share(since, size[i - 1], k)
-                        gain += weights[since.time - 1] * (whole - _slice_read(whole, n, len(slices_after(cuts, since.after)), k))
-                files = min(float(n), size[i - 1] / max(row_bytes, 1.0))
-                gains[i] = gain - weights[i - 1] * (size[i - 1] * (k.network + k.local_write + k.local_read) + files * k.file_open)
+                        gain += weights[since.time - 1] * (whole - part_read(whole, n, len(slices_after(cuts, since.after)), k))
+                gains[i] = gain - weights[i - 1] * upkeep(size[i - 1], size[i - 1] / max(row_bytes, 1.0), n, k)
             laid = tuple(i for i, g in gains.items() if g > 0)
             saving = sum(gains[i] for i in laid)
             if laid and saving > 0 and (source not in out or saving > out[source][2]):
@@ -219,7 +207,7 @@ def price_since(fragment: Fragment, layouts: Mapping[str, Mapping[int, Layout]],
             if layout is None or not layout.sliced or layout.column != since.column or cuts is None:
                 continue
             whole = read_share(since, sizes[since.source][i - 1], constants)
-            saved += whole - _slice_read(whole, layout.buckets, len(slices_after(cuts, since.after)), constants)
+            saved += whole - part_read(whole, layout.buckets, len(slices_after(cuts, since.after)), constants)
     if saved:
         fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
 

@@ -21,7 +21,7 @@ rest of the cycle and plans the time point again without it (:class:`~tempura.sc
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tempura.sql.names import quote_identifier
 from tempura.tvr.bounds import KeyRule, Lag
@@ -51,10 +51,7 @@ def violations(rules: Sequence[KeyRule], read: Reader, index: int,
 
 
 def _keys(frame: DataFrame, column: str) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    name = next((c for c in frame.columns if c.lower() == column.lower()), column)
-    return frame.select(F.col(quote_identifier(name)).alias("k"))
+    return _pick(frame, k=column)
 
 
 def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str, str], Sequence[int]],
@@ -71,8 +68,19 @@ def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str
     for source, column in rule.referencing:
         lag = rule.lag(source, column)
         first = reach[(source, column)][index - 1] + 1 if (source, column) in reach else index
-        keys = new if first == index else _keys(read(rule.source, range(first, index + 1)), rule.column)
-        orphan = _keys(read(source, [index]), column).join(keys, "k", "left_anti").limit(1).collect()
+        rows = read(source, [index])
+        if lag is not None and source in arrivals and rule.source in arrivals:
+            # one job: a row holding no key landed in the lag's intervals (first), or one arriving
+            # more than the lag after a row of its key
+            found = _late(_pick(rows, k=column, a=arrivals[source]),
+                          _pick(read(rule.source, range(first, index + 1)), k=rule.column, b=arrivals[rule.source]), lag)
+            if found and found[0]["b"] is not None:
+                return (f"{source}.{column} = {found[0]['k']} arrived at {found[0]['a']}, more than {duration_text(lag)} "
+                        f"after a {rule.source} row holding that key (arrived at {found[0]['b']})")
+            orphan = found
+        else:
+            keys = new if first == index else _keys(read(rule.source, range(first, index + 1)), rule.column)
+            orphan = _keys(rows, column).join(keys, "k", "left_anti").limit(1).collect()
         if orphan:
             if orphan[0]["k"] is None:
                 return f"{source}.{column} is NULL in a row landed at t{index}: rows landing with {rule.source}.{rule.column} hold a key"
@@ -81,33 +89,28 @@ def _violation(rule: KeyRule, read: Reader, index: int, reach: Mapping[tuple[str
                         f"holding that key in the same interval")
             return (f"{source}.{column} = {orphan[0]['k']} landed at t{index}, but no {rule.source} row holding that key "
                     f"landed in the intervals within {duration_text(lag)} before it (t{first}..t{index})")
-        if lag is not None and source in arrivals and rule.source in arrivals:
-            late = _too_late(rule, source, column, lag, read, first, index, arrivals)
-            if late is not None:
-                return late
     return None
 
 
-def _too_late(rule: KeyRule, source: str, column: str, lag: Lag, read: Reader, first: int, index: int,
-              arrivals: Mapping[str, str]) -> str | None:
-    """A row of ``source`` landed in interval ``index`` that arrived more than ``lag`` after a row
-    of the key it holds (landed in intervals ``first..index``), in words; ``None`` when none did.
-    The lag is a bound on arrival values, row by row: the planner leaves out the key's rows that
-    arrived before the earliest its referencing rows allow (:mod:`tempura.optimizer.slices`)."""
+def _late(referencing: DataFrame, held: DataFrame, lag: Lag) -> list[Any]:
+    """The first referencing row (``k``, arrived at ``a``) that no held row of its key (``b``:
+    the key row's arrival) matches, else one that arrived more than ``lag`` after a held row of
+    its key (``b`` set); empty when there is neither. The lag bounds arrival values row by row:
+    the planner leaves out the key's rows that arrived before the earliest its referencing rows
+    allow (:mod:`tempura.optimizer.slices`)."""
     from pyspark.sql import functions as F
 
-    rows = read(source, [index])
-    referencing = rows.select(F.col(quote_identifier(_named(rows.columns, column))).alias("k"),
-                              F.col(quote_identifier(_named(rows.columns, arrivals[source]))).alias("a"))
-    keys = read(rule.source, range(first, index + 1))
-    held = keys.select(F.col(quote_identifier(_named(keys.columns, rule.column))).alias("k"),
-                       F.col(quote_identifier(_named(keys.columns, arrivals[rule.source]))).alias("b"))
-    shift = (F.expr(f"INTERVAL '{int(lag.total_seconds())}' SECOND") if isinstance(lag, dt.timedelta) else F.lit(lag))
-    found = referencing.join(held, "k").where(F.col("a") > F.col("b") + shift).limit(1).collect()
-    if not found:
-        return None
-    return (f"{source}.{column} = {found[0]['k']} arrived at {found[0]['a']}, more than {duration_text(lag)} after a "
-            f"{rule.source} row holding that key (arrived at {found[0]['b']})")
+    shift = F.expr(f"INTERVAL '{int(lag.total_seconds())}' SECOND") if isinstance(lag, dt.timedelta) else F.lit(lag)
+    missing = F.col("b").isNull()
+    return (referencing.join(held, "k", "left").where(missing | (F.col("a") > F.col("b") + shift))
+            .orderBy(missing.desc()).limit(1).collect())
+
+
+def _pick(frame: DataFrame, **columns: str) -> DataFrame:
+    """``frame``'s ``columns`` (named in any case), each under its keyword."""
+    from pyspark.sql import functions as F
+
+    return frame.select(*[F.col(quote_identifier(_named(frame.columns, name))).alias(alias) for alias, name in columns.items()])
 
 
 def _named(columns: Sequence[str], column: str) -> str:

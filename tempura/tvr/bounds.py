@@ -185,6 +185,10 @@ class SourceBound:
     origin: TimeValue | None = None
     on_time: bool = True
 
+    def point(self, index: int) -> TimeValue | None:
+        """``t_index``; ``t_0`` is the origin."""
+        return self.values[index - 1] if index >= 1 else self.origin
+
 
 Lag = dt.timedelta | int | float
 """How long after the row it references a row may land (``arrival.within``): a duration, or a

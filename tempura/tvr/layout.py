@@ -95,16 +95,26 @@ def keyed_reads(read: float, size: float, rows: float, keys: float, k: CostConst
     for n in bucket_counts():
         if size < n * MIN_BUCKET_BYTES:
             break
-        out.append((n, bucket_read(read, n, keys, k) + k.stage,
-                    size * (k.network + k.local_write + k.local_read) + min(float(n), rows) * k.file_open))
+        out.append((n, bucket_read(read, n, keys, k) + k.stage, upkeep(size, rows, n, k)))
     return out
+
+
+def upkeep(size: float, rows: float, parts: int, k: CostConstants) -> float:
+    """What writing ``size`` bytes in ``rows`` rows split into ``parts`` buckets or time slices
+    adds to writing them as they come: a shuffle by part, and a file per non-empty part."""
+    return size * (k.network + k.local_write + k.local_read) + min(float(parts), rows) * k.file_open
 
 
 def bucket_read(read: float, buckets: int, keys: float, k: CostConstants) -> float:
     """A read costing ``read`` (model nanoseconds) of rows laid out in ``buckets`` buckets, taken
-    at the buckets ``keys`` distinct keys touch: their share of it, and an open per bucket."""
-    hit = touched(buckets, keys)
-    return read * hit / buckets + hit * k.file_open
+    at the buckets ``keys`` distinct keys touch."""
+    return part_read(read, buckets, touched(buckets, keys), k)
+
+
+def part_read(read: float, parts: int, taken: float, k: CostConstants) -> float:
+    """A read costing ``read`` of rows split into ``parts`` buckets or time slices, taken at
+    ``taken`` of them: their share of it, and an open per part taken."""
+    return read * taken / parts + taken * k.file_open
 
 
 def slice_bounds(start: TimeValue, end: TimeValue, slices: int) -> list[TimeValue]:
@@ -333,5 +343,5 @@ def _united(probes: Sequence[Probe]) -> Probe:
 
 
 __all__ = ["BUCKET", "MAX_BUCKETS", "MIN_BUCKET_BYTES", "Layout", "Leaf", "Merge", "Probe", "Since", "bucket_counts", "bucket_read",
-           "column_of", "equalities", "keyed_reads", "leaves", "passes", "probed_sides", "pruned", "scans_of", "interval_slices", "slice_bounds",
-           "slices_after", "touched", "worth_probing"]
+           "column_of", "equalities", "keyed_reads", "leaves", "part_read", "passes", "probed_sides", "pruned", "scans_of", "interval_slices",
+           "slice_bounds", "slices_after", "touched", "upkeep", "worth_probing"]
