@@ -15,6 +15,7 @@ COLOURS = {
     "ojv": "#9467bd",
     "higher-order": "#8c564b",
     "spark-streaming": "#e377c2",
+    "floor": "#bcbd22",
 }
 OTHER = "#7f7f7f"
 

@@ -259,8 +259,10 @@ def bench_tvr_planning(repeat: int, out: str, stats_file: str | None, queries: t
 @click.option("--scale", default=0.1, show_default=True, type=float, help="Data scale of every scenario.")
 @click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=1), help="Cycles per contender (medians).")
 @click.option("--scenario", "scenarios", multiple=True, help="Only these scenarios (default: all).")
-@click.option("--contender", "contenders", multiple=True, type=click.Choice(["batch", "ivm", "spark-streaming", "auto"]),
-              help="Only these contenders (default: all four).")
+@click.option("--contender", "contenders", multiple=True,
+              type=click.Choice(["batch", "ivm", "spark-streaming", "auto", "floor"]),
+              help="Only these contenders (default: the first four; floor, the query over the last interval "
+                   "alone, a bound on the last point, only when named).")
 @click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
 @user_errors
@@ -292,7 +294,8 @@ def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], con
                 table.add_row(name, contender, "unsupported: " + found["unsupported"][:80], "-", "-")
                 continue
             table.add_row(name, contender, " / ".join(f"{c:.2f}" for c in found["cpu_median"]),
-                          f"{found['objective']:.3g}", "yes" if found["correct"] else "NO")
+                          "-" if "bound" in found else f"{found['objective']:.3g}",
+                          "a bound" if "bound" in found else "yes" if found["correct"] else "NO")
         verdict = result["verdict"]
         if verdict.get("comparable"):
             same = verdict.get("same_plan_as", [])
@@ -302,6 +305,10 @@ def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], con
                           ("targets met" if verdict["objective_target_met"] and verdict["last_point_target_met"] else "targets missed")
                           + ("; same plan as " + ", ".join(same) if same else "")
                           + ("; same last point as " + ", ".join(same_last) if same_last else ""))
+            if verdict.get("ratio_last_point_auto_to_floor") is not None:
+                floor_to_batch = verdict.get("ratio_last_point_floor_to_batch")
+                table.add_row(name, "auto / floor", f"last point: {verdict['ratio_last_point_auto_to_floor']:.2f}",
+                              "-", "" if floor_to_batch is None else f"floor / batch: {floor_to_batch:.2f}")
             if "last_point_bytes" in verdict:
                 b = verdict["last_point_bytes"]
                 table.add_row(name, "auto bytes", f"last point read {b['read'] / 1e6:.2f} MB, delta + touched "

@@ -28,48 +28,66 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from tempura.runtime.metrics import WorkMetrics
+    from tempura.scheduler.spec import Spec
+
 CONTENDERS = ("snapshot", "floor")
+
+
+class Floor:
+    """A scenario landed once by a simulated ``batch`` cycle in ``workdir``, and its last time
+    point's two queries over the landed folders: ``snapshot`` (the query over the whole snapshot
+    at ``t_k``, what recompute runs then) and ``floor`` (over the last interval's rows alone).
+    Raises :class:`~tempura.errors.TempuraError` for a scenario with deletions."""
+
+    def __init__(self, spark: SparkSession, spec: Spec, workdir: Path) -> None:
+        from tempura.errors import TempuraError
+        from tempura.runtime.ingest import landing_data
+        from tempura.runtime.metrics import Meter
+        from tempura.scheduler.runner import Runner
+
+        cycle = spec.cycle(0)
+        assert cycle is not None
+        self.spark, self.spec, self.k = spark, spec, cycle.points.k
+        runner = Runner(spec, spark, workdir, "batch", simulate=True)
+        deleting = sorted(n for n, feed in runner.feeds.items() if feed.deletes)
+        if deleting:
+            raise TempuraError(f"scenario '{spec.name}': source {', '.join(deleting)} has deletions: its last interval "
+                               f"alone is not a bag of rows, so the floor is not measured")
+        with runner.lock_held():
+            runner.clear()
+            points = runner.run_cycle(cycle)
+        self.quiet = sorted(n for n, entry in points[-1].manifest.get("landed", {}).items() if not entry.get("rows"))
+        self.sources = {}
+        for source_name, feed in runner.feeds.items():
+            folders, _history = runner.store.interval_folders(cycle.label, source_name, 1, self.k)
+            self.sources[source_name] = landing_data(spark, feed, folders, runner.schemas[source_name], self.k)
+        self.meter = Meter(spark)
+
+    def measure(self, contender: str) -> tuple[WorkMetrics, list[tuple[Any, ...]]]:
+        """Run ``contender``'s query (``snapshot`` or ``floor``) once: its work and its rows."""
+        from tempura.runtime.sources import register_read
+
+        for source_name, data in self.sources.items():
+            start = 0 if contender == "snapshot" or source_name in self.quiet else self.k - 1
+            register_read(self.spark, data, start, self.k, False, source_name)
+        with self.meter.measure(f"floor {contender}") as work:
+            rows = [tuple(r) for r in self.spark.sql(self.spec.sql).collect()]
+        return work, rows
 
 
 def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, repeat: int,
         log: Callable[[str], None] = print) -> dict[str, Any]:
     from benchmarks.incremental import settle
     from scenarios import prepared_scenario
-    from tempura.errors import TempuraError
-    from tempura.runtime.ingest import landing_data
-    from tempura.runtime.metrics import Meter
-    from tempura.runtime.sources import register_read
     from tempura.scheduler import load_spec
-    from tempura.scheduler.runner import Runner
 
     spec = load_spec(prepared_scenario(spark, name, workdir / "scenarios", scale))
-    cycle = spec.cycle(0)
-    assert cycle is not None
-    k = cycle.points.k
-    runner = Runner(spec, spark, workdir, "batch", simulate=True)
-    with runner.lock_held():
-        runner.clear()
-        points = runner.run_cycle(cycle)
-    quiet = sorted(n for n, entry in points[-1].manifest.get("landed", {}).items() if not entry.get("rows"))
-    deleting = sorted(n for n, feed in runner.feeds.items() if feed.deletes)
-    if deleting:
-        raise TempuraError(f"scenario '{name}': source {', '.join(deleting)} has deletions: its last interval alone "
-                           f"is not a bag of rows, so the floor is not measured")
-    sources = {}
-    for source_name, feed in runner.feeds.items():
-        folders, _history = runner.store.interval_folders(cycle.label, source_name, 1, k)
-        sources[source_name] = landing_data(spark, feed, folders, runner.schemas[source_name], k)
-    meter = Meter(spark)
+    landed = Floor(spark, spec, workdir)
     found: dict[str, dict[str, list[float]]] = {c: {"cpu": [], "wall": [], "rows": []} for c in CONTENDERS}
-    results: dict[str, list[tuple[Any, ...]]] = {}
 
     def measure(contender: str) -> None:
-        for source_name, data in sources.items():
-            start = 0 if contender == "snapshot" or source_name in quiet else k - 1
-            register_read(spark, data, start, k, False, source_name)
-        with meter.measure(f"floor {contender}") as work:
-            rows = [tuple(r) for r in spark.sql(spec.sql).collect()]
-        results.setdefault(contender, rows)
+        work, _rows = landed.measure(contender)
         found[contender]["cpu"].append(work.cpu_seconds)
         found[contender]["wall"].append(work.wall_seconds)
         found[contender]["rows"].append(float(work.rows_in))
@@ -87,7 +105,7 @@ def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, 
     medians = {c: {m: statistics.median(v) for m, v in found[c].items()} for c in CONTENDERS}
     snapshot, floor = medians["snapshot"], medians["floor"]
     report = {
-        "scenario": name, "scale": scale, "repeat": repeat, "time_points": k, "read_whole": quiet,
+        "scenario": name, "scale": scale, "repeat": repeat, "time_points": landed.k, "read_whole": landed.quiet,
         "medians": medians, "runs": found,
         "floor_over_snapshot_cpu": floor["cpu"] / snapshot["cpu"] if snapshot["cpu"] > 0 else None,
         "floor_over_snapshot_rows": floor["rows"] / snapshot["rows"] if snapshot["rows"] > 0 else None,
@@ -99,4 +117,4 @@ def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, 
     return report
 
 
-__all__ = ["CONTENDERS", "run"]
+__all__ = ["CONTENDERS", "Floor", "run"]

@@ -8,7 +8,12 @@ report, the change-data source, the TPC-DS standing reports), on the same data, 
 - ``spark-streaming``: the query as a native Structured Streaming job triggered at each time point
   (:mod:`benchmarks.native_streaming`), where Spark supports it; where it does not, Spark's reason
   is reported;
-- ``auto``: tempura's cost-based choice.
+- ``auto``: tempura's cost-based choice;
+- ``floor`` (only when asked for): not a plan but a bound, :class:`benchmarks.floor.Floor`'s query
+  over the rows landed in the last interval alone, measured at the last time point in the same
+  rounds as the others, so that ``auto``'s last point is set against what no plan can beat on
+  the same machine in the same run (its result is not the query's, and it is in no ratio but
+  its own).
 
 Each contender first replays one cycle unmeasured (a warm-up: the JVM compiles, Spark caches
 file listings), then one cycle from scratch ``repeat`` times; the contenders alternate (the order
@@ -55,6 +60,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 CONTENDERS = ("batch", "ivm", "spark-streaming", "auto")
+FLOOR = "floor"  # a contender only when asked for: a bound, not a plan
 LAST_POINT_TARGET = 0.35
 BYTES_TARGET = 2.0  # the last point reads at most this many times its delta plus the buckets it touches
 DEFAULT_SCENARIOS = ("sales_returns", "sales_returns_seed", "price_watch", "tpch_q01", "tpch_q03", "tpch_q05", "tpch_q10", "tpch_q12", "tpch_q13",
@@ -87,6 +93,7 @@ class Contender:
     unsupported: str | None = None
     uses: str = ""
     attempts: list[Attempt] = field(default_factory=list)
+    bound: bool = False  # the floor: a bound on the last point, not a result
     plans: set[str] = field(default_factory=set)  # digests of the plans its runs started with
     last_plans: set[str] = field(default_factory=set)  # digests of those plans' last time point
 
@@ -106,6 +113,7 @@ class Contender:
             return {"unsupported": self.unsupported}
         return {
             "uses": self.uses,
+            **({"bound": "the query over the last interval's rows alone: a floor, not the result"} if self.bound else {}),
             "plans": sorted(self.plans),
             "correct": self.correct,
             "wrong": [a.detail for a in self.attempts if not a.correct],
@@ -204,18 +212,32 @@ def run_scenario(spark: SparkSession, spec: Spec, workdir: Path, repeat: int,
                  warmup: bool = True) -> dict[str, Contender]:
     """Every contender on ``spec``: a warm-up cycle each (unless ``warmup`` is off; a wrong result
     there is logged, and shows again in the measured runs), then ``repeat`` times, alternating."""
+    from benchmarks.floor import Floor
     from benchmarks.native_streaming import NativeStreaming
+    from tempura.errors import TempuraError
 
-    found = {name: Contender(name) for name in contenders}
+    found = {name: Contender(name, bound=name == FLOOR) for name in contenders}
     if "spark-streaming" in found:
         found["spark-streaming"].unsupported = NativeStreaming(spark, spec, workdir / "native" / spec.name).unsupported()
         if found["spark-streaming"].unsupported:
             log(f"{spec.name}: spark-streaming unsupported: {found['spark-streaming'].unsupported}")
+    floor: Floor | None = None
+    if FLOOR in found:
+        try:
+            floor = Floor(spark, spec, workdir / FLOOR)  # its own landing: the batch contender clears its own
+        except TempuraError as error:
+            found[FLOOR].unsupported = str(error)
+            log(f"{spec.name}: floor unsupported: {error}")
     runnable = [c for c in contenders if found[c].unsupported is None]
 
     def attempt_of(name: str) -> Attempt:
         if name == "spark-streaming":
             return _native(spark, spec, workdir)
+        if name == FLOOR:
+            assert floor is not None
+            work, _rows = floor.measure(FLOOR)
+            before = [0.0] * (floor.k - 1)
+            return Attempt(before + [work.cpu_seconds], before + [work.wall_seconds], True)
         return _tempura(spark, spec, name, workdir, found[name])
 
     if warmup:
@@ -237,7 +259,8 @@ def run_scenario(spark: SparkSession, spec: Spec, workdir: Path, repeat: int,
 def verdicts(contenders: dict[str, Contender], weights: Sequence[float]) -> dict[str, Any]:
     """The ratios of ``auto`` to the others, and whether the targets are met."""
     auto = contenders.get("auto")
-    others = {n: c for n, c in contenders.items() if n != "auto" and c.unsupported is None and c.correct}
+    others = {n: c for n, c in contenders.items()
+              if n != "auto" and c.unsupported is None and c.correct and not c.bound}
     if auto is None or not auto.correct or not others:
         return {"comparable": False}
     last = auto.median("cpu")[-1]
@@ -263,6 +286,13 @@ def verdicts(contenders: dict[str, Contender], weights: Sequence[float]) -> dict
         out["last_point_bytes"] = {"read": read, "delta_and_touched": bound,
                                    "ratio": read / bound if bound > 0 else None}
         out["bytes_target_met"] = bound > 0 and read <= BYTES_TARGET * bound
+    floor = contenders.get(FLOOR)
+    if floor is not None and floor.unsupported is None and floor.attempts:
+        bound = floor.median("cpu")[-1]
+        out["last_point_floor"] = bound
+        out["ratio_last_point_auto_to_floor"] = last / bound if bound > 0 else None
+        if "batch" in others and others["batch"].median("cpu")[-1] > 0:
+            out["ratio_last_point_floor_to_batch"] = bound / others["batch"].median("cpu")[-1]
     out["last_point_target_met"] = (
         out.get("ratio_last_point_auto_to_batch", math.inf) <= LAST_POINT_TARGET
         and all(last <= others[n].median("cpu")[-1] or n in same_last for n in ("ivm", "spark-streaming") if n in others))
@@ -333,4 +363,4 @@ def run(spark: SparkSession, out: Path, workdir: Path, scale: float, repeat: int
     return report
 
 
-__all__ = ["CONTENDERS", "DEFAULT_SCENARIOS", "run", "run_scenario", "verdicts"]
+__all__ = ["CONTENDERS", "DEFAULT_SCENARIOS", "FLOOR", "run", "run_scenario", "verdicts"]

@@ -140,6 +140,27 @@ def test_the_verdict_counts_running_a_contenders_own_plan_as_its_choice() -> Non
     assert not other["objective_target_met"] and not other["last_point_target_met"]
 
 
+def test_the_floor_is_a_bound_in_the_verdict_not_a_contender() -> None:
+    """The floor's last point (the query over the last interval alone) sets auto's last point
+    against what no plan beats, and batch's against it; being cheapest, it is still never the
+    best other contender nor part of the targets."""
+    from benchmarks.incremental import Attempt, Contender, verdicts
+
+    def runs(name: str, cpu: list[float], bound: bool = False) -> Contender:
+        return Contender(name, bound=bound, attempts=[Attempt(cpu, cpu, True)], plans={name}, last_plans={name})
+
+    weights = [0.001, 1.0]
+    verdict = verdicts({"batch": runs("batch", [1.0, 2.0]), "auto": runs("auto", [1.0, 0.8]),
+                        "floor": runs("floor", [0.0, 0.5], bound=True)}, weights)
+    assert verdict["best_other"] == "batch" and verdict["objective_target_met"]
+    assert verdict["last_point_floor"] == 0.5
+    assert verdict["ratio_last_point_auto_to_floor"] == pytest.approx(1.6)
+    assert verdict["ratio_last_point_floor_to_batch"] == pytest.approx(0.25)
+    assert "floor" not in verdict["last_point_cpu"]
+    summary = runs("floor", [0.0, 0.5], bound=True).summary(weights)
+    assert "bound" in summary and "bound" not in runs("auto", [1.0, 0.8]).summary(weights)
+
+
 def test_mqo_bench_measures_both_selectors_and_summarizes_the_targets(tmp_path: Path) -> None:
     from benchmarks import mqo
 

@@ -70,3 +70,25 @@ def test_the_floor_benchmark_runs_the_query_over_the_last_interval_alone(fast_sp
     assert report["read_whole"] == []  # both sources land rows in the last interval
     assert 0.35 < last / snapshot < 0.55  # 3/7 of the sales, 2/3 of a tenth as many returns
     assert medians["snapshot"]["cpu"] > 0 and medians["floor"]["cpu"] > 0
+
+
+def test_the_incremental_benchmark_measures_the_floor_in_the_same_rounds(fast_spark: Any, spec_path: Path,
+                                                                        tmp_path: Path) -> None:
+    """``tempura bench incremental --contender floor``: beside batch, the floor's query over the
+    afternoon's rows alone at the last time point (nothing at noon), in the same rounds, from a
+    landing of its own that the batch contender's cycles leave alone; the verdict sets batch's
+    last point against it."""
+    from benchmarks.incremental import run_scenario, verdicts
+
+    spec = load_spec(spec_path)
+    logged: list[str] = []
+    found = run_scenario(fast_spark, spec, tmp_path, 1, ("batch", "auto", "floor"), logged.append, warmup=False)
+    floor, batch = found["floor"], found["batch"]
+    assert floor.bound and floor.unsupported is None and len(floor.attempts) == 1
+    assert floor.median("cpu")[0] == 0.0 and floor.median("cpu")[1] > 0
+    assert batch.correct and found["auto"].correct
+    verdict = verdicts(found, spec.weights())
+    assert verdict["comparable"] and verdict["best_other"] == "batch"
+    assert verdict["ratio_last_point_floor_to_batch"] == floor.median("cpu")[1] / batch.median("cpu")[1]
+    assert any("floor" in line for line in logged)
+
