@@ -163,11 +163,12 @@ class Trial:
 
 
 def new_trial(scenario: Scenario, tag: str) -> Trial:
-    """A fresh job of ``scenario``: delivering at every time point into its own delta output, its
-    statistics seeded."""
+    """A fresh job of ``scenario``: delivering at every time point into its own delta output (in
+    place of the scenario's own), its statistics seeded."""
     trial = Trial(scenario, tag)
     trial.remove()
     text = scenario.spec_path.read_text(encoding="utf-8").replace("deliver: last", "deliver: every")
+    text = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("output:"))
     output = trial.output.relative_to(scenario.folder).as_posix()
     text += f"\noutput: {{path: {output}, mode: delta}}\nspark: {json.dumps(SUBPROCESS_SPARK)}\n"
     trial.spec_path.write_text(text, encoding="utf-8")

@@ -180,6 +180,20 @@ def test_slicing_pays_where_the_bounded_read_weighs_more_than_the_landing() -> N
     assert Layout.from_json(Layout("at", 16, sliced=True).to_json()) == Layout("at", 16, sliced=True)
 
 
+def test_a_source_lands_by_hash_or_in_time_slices_as_saves_more() -> None:
+    """A source its probes would bucket and its bounded reads would slice lands the way that
+    saves more, and only that way; a source with one kind of layout only keeps it."""
+    from tempura.optimizer.layouts import Choice
+    from tempura.optimizer.slices import one_layout_each
+
+    sliced = {"sales": (Layout("at", 16, sliced=True), (3,), 7.0), "returns": (Layout("at", 8, sliced=True), (2,), 1.0)}
+    hashed = [Choice("sales", Layout("o_id", 64), (3,), 5.0), Choice("items", Layout("i_id", 16), (1,), 2.0)]
+    kept, slices = one_layout_each(hashed, sliced)
+    assert [c.source for c in kept] == ["items"] and slices == sliced
+    kept, slices = one_layout_each([Choice("sales", Layout("o_id", 64), (3,), 9.0)], sliced)
+    assert [c.source for c in kept] == ["sales"] and set(slices) == {"returns"}
+
+
 def test_the_plan_names_the_sliced_landing_and_the_bounded_read() -> None:
     from tempura.tvr.render import probes_text
 

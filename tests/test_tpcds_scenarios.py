@@ -137,3 +137,36 @@ def test_late_returns_read_only_the_time_slices_their_tickets_reach(spark: Any, 
         assert read["buckets"] == layout.buckets and 0 < read["buckets_read"] <= len(planned) < layout.buckets, read
         assert 0 < read["bytes_read"] < read["bytes"], read
         assert "pruned_buckets_read" not in fragment  # no probe's keys: nothing for their calibration
+
+
+def test_a_run_killed_with_a_sliced_interval_in_place_is_finished_by_the_next(spark: Any, folder: Path,
+                                                                              tmp_path: Path) -> None:
+    """``tempura run`` killed (``kill -9``, a subprocess) once the sales of interval 3 are in place
+    in their time slices but before ``t3`` commits; run again, it finishes the cycle: every time
+    point is committed, each delivery is ``spark.sql``'s, interval 3 is sliced as the plan says,
+    and ``t4`` reads only some of its slices."""
+    from benchmarks import faults
+
+    job = tmp_path / "job"
+    shutil.copytree(folder / "tpcds_sales_returns", job)
+    spec_path = job / "spec.yaml"
+    spec_path.write_text(spec_path.read_text() + "cost: {file_open: 0, stage: 0}\n")
+    query = StandingQuery(spec_path, tmp_path / ".stats", spark=spark)
+    query.analyze()
+    stats = query.job_folder()
+    assert isinstance(stats, Path)
+    trial = faults.new_trial(faults.Scenario("tpcds_sales_returns", job, stats / "stats"), "killed-sliced")
+    dead = faults.run_subprocess(trial.run_args("auto", 3), "landed@t3")  # the first source: store_sales
+    assert dead.code == -9, f"not killed at landed@t3: {dead.last_lines()}"
+    store, label = trial.store(), trial.cycle().label
+    assert store.manifest_path(label, 2).exists() and not store.manifest_path(label, 3).exists()
+    again = faults.run_in_process(trial.run_args("auto"))
+    assert again.code == 0 and not again.exception, again.last_lines()
+    verdict = faults.check(spark, trial)
+    assert verdict.ok and verdict.checked == [1, 2, 3, 4], verdict.describe()
+    layout = store.manifest(label, 3)["landed"]["store_sales"]["layout"]  # type: ignore[index]
+    assert layout["sliced"] and layout["buckets"] > 1, layout
+    last = store.manifest(label, 4)
+    assert last is not None
+    reads = [p for f in last["fragments"] for p in f.get("pruned_reads", []) if p.get("sliced")]
+    assert reads and all(0 < p["buckets_read"] < p["buckets"] for p in reads), reads

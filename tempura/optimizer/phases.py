@@ -55,7 +55,7 @@ from tempura.mqo.instance import Pruned, prune
 from tempura.optimizer.choosers import MemoInstance, MqoChooser, WinnerChooser
 from tempura.optimizer.extract import RULE_METHOD, Chooser, Extractor, fallback_notes
 from tempura.optimizer.keys import Resume, committed_groups, template_signatures
-from tempura.optimizer.slices import choose_slices, price_since
+from tempura.optimizer.slices import choose_slices, one_layout_each, price_since
 from tempura.optimizer.layouts import (choose_layouts, choose_merge_layouts, choose_state_layouts, price, price_merges,
                                        price_states, versions_of_one_relation)
 from tempura.optimizer.pipeline import Phase, Pipeline
@@ -386,7 +386,12 @@ def _layouts(p: Planning) -> str:
     landed = asked.resume.landed_layout
     choices = choose_layouts(plan, reads, sizes, p.costs.k, landed)
     sliced = _interval_sizes(asked, [(reads.get(since.view), since.bytes) for f in plan.fragments for since in f.since])
-    slicing = choose_slices(plan, sliced, p.costs.k, asked.bounds, landed, {c.source for c in choices})
+    # a source lands one way: by hash or in time slices, as its first laid-out interval did, else
+    # as saves more
+    kinds = {(name, layout.sliced) for name, _, layout in asked.resume.landed if layout is not None}
+    choices = [c for c in choices if (c.source, True) not in kinds]
+    slicing = choose_slices(plan, sliced, p.costs.k, asked.bounds, landed, {name for name, s in kinds if not s})
+    choices, slicing = one_layout_each(choices, slicing)
     probed = choose_state_layouts(plan, p.costs.k)
     merged = choose_merge_layouts(plan, p.costs.k)
     kept = {state_id: max(found, key=lambda c: c[1])[0]

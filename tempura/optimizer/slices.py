@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from tempura.algebra import Join, JoinKind, LogicalPlan, Scan, Union
 from tempura.cost.model import Cost, CostConstants
 from tempura.cost.vector import CostVector, Objective
-from tempura.optimizer.layouts import Landing, read_share
+from tempura.optimizer.layouts import Choice, Landing, read_share
 from tempura.stats.relation import RelStats
 from tempura.tvr.bounds import ArrivalBounds, minus, at_or_before
 from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Since, equalities, interval_slices, leaves, part_read, passes,
@@ -38,6 +38,8 @@ from tempura.tvr.layout import (MIN_BUCKET_BYTES, Layout, Since, equalities, int
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.plan import Fragment, MultiTimePlan
 from tempura.tvr.time import TimeValue
+
+Slicing = dict[str, tuple[Layout, tuple[int, ...], float]]  # per source: its layout, intervals and saving
 
 SLICE_COUNTS = (2, 4, 8, 16, 32, 64)
 
@@ -153,7 +155,7 @@ def find_since(plan: LogicalPlan, reads: Mapping[str, SourceRead], bounds: Arriv
 
 
 def choose_slices(plan: MultiTimePlan, sizes: Mapping[str, Sequence[float]], constants: CostConstants,
-                  bounds: ArrivalBounds, landed: Landing, taken: Iterable[str] = ()) -> dict[str, tuple[Layout, tuple[int, ...], float]]:
+                  bounds: ArrivalBounds, landed: Landing, taken: Iterable[str] = ()) -> Slicing:
     """Per source with bounded reads (``sizes``: each interval's estimated bytes; ``taken``:
     sources already laid out otherwise), the slice count, the intervals still to land that
     slicing pays for, and the weighted saving; a source nothing pays for is left out."""
@@ -165,7 +167,7 @@ def choose_slices(plan: MultiTimePlan, sizes: Mapping[str, Sequence[float]], con
         for since in fragment.since:
             if since.view in reads and since.source not in taken:
                 by_source.setdefault(since.source, []).append((since, reads[since.view]))
-    out: dict[str, tuple[Layout, tuple[int, ...], float]] = {}
+    out: Slicing = {}
     for source, found in sorted(by_source.items()):
         arrival = bounds.sources.get(source.lower())
         size = list(sizes.get(source, ()))
@@ -191,6 +193,21 @@ def choose_slices(plan: MultiTimePlan, sizes: Mapping[str, Sequence[float]], con
     return out
 
 
+def one_layout_each(hashed: Sequence[Choice], sliced: Slicing) -> tuple[list[Choice], Slicing]:
+    """Where a source's probes would have it land hash-bucketed and its bounded reads in time
+    slices, the one saving more (each saving is net of its landing's upkeep, in the objective's
+    units): a source lands one way, so that a read of it is pruned as it was priced."""
+    slices = dict(sliced)
+    kept = []
+    for choice in hashed:
+        other = slices.get(choice.source)
+        if other is not None and other[2] > choice.saving:
+            continue
+        slices.pop(choice.source, None)
+        kept.append(choice)
+    return kept, slices
+
+
 def price_since(fragment: Fragment, layouts: Mapping[str, Mapping[int, Layout]], sizes: Mapping[str, Sequence[float]],
                 bounds: ArrivalBounds, constants: CostConstants, objective: Objective) -> None:
     """Price ``fragment``'s bounded reads by the slices they read of the intervals that land (or
@@ -212,4 +229,4 @@ def price_since(fragment: Fragment, layouts: Mapping[str, Mapping[int, Layout]],
         fragment.cost = fragment.cost + CostVector.at(fragment.time, Cost(io=-saved), objective)
 
 
-__all__ = ["SLICE_COUNTS", "choose_slices", "find_since", "key_after", "price_since"]
+__all__ = ["SLICE_COUNTS", "Slicing", "choose_slices", "find_since", "key_after", "one_layout_each", "price_since"]
