@@ -377,7 +377,8 @@ def validate(specs: tuple[str, ...], select: tuple[str, ...]) -> None:
               help="Force one incremental method (for comparison).")
 @click.option("--daemon", is_flag=True, help="Keep running: wait for each time point (one spec only).")
 @click.option("--now", "now_text", default=None, metavar="TIMESTAMP",
-              help="Take this as the current time (ISO), instead of the wall clock.")
+              help="Take this as the current time (ISO), instead of the wall clock; of a schedule of numbers, "
+                   "the number to run up to.")
 @job_workdir_option
 @click.option("--from", "since_text", default=None, metavar="TIMESTAMP",
               help="Catch up on every cycle from the one under way at this time (ISO), past the spec's max_catch_up.")
@@ -438,12 +439,20 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
 
 
 def _timestamp(text: str | None, option: str) -> Any:
+    """An ISO timestamp, or a number (a time point of a schedule of numbers)."""
     import datetime as dt
 
+    if not text:
+        return None
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
     try:
-        return dt.datetime.fromisoformat(text) if text else None
+        return dt.datetime.fromisoformat(text)
     except ValueError:
-        raise click.BadParameter(f"'{text}' is not an ISO timestamp", param_hint=option) from None
+        raise click.BadParameter(f"'{text}' is neither an ISO timestamp nor a number", param_hint=option) from None
 
 
 def _force_unlock(query: Any, simulated: str | None) -> None:

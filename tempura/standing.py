@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from tempura.errors import TempuraError
 from tempura.runtime.storage import Location, Storage, Uri, location, storage_for
 from tempura.scheduler.spec import Spec, load_spec, parse_size
+from tempura.tvr.time import TimeValue
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -293,9 +294,10 @@ class StandingQuery:
         _choice("method", method, METHODS)
         return Runner(self.spec, self.spark, self.workdir, method, simulate, self.progress, wait=wait)
 
-    def run_due(self, now: dt.datetime | None = None, *, since: dt.datetime | None = None, method: str = "auto",
+    def run_due(self, now: TimeValue | None = None, *, since: TimeValue | None = None, method: str = "auto",
                 wait: float = 0.0) -> RunOutcome:
-        """Run every time point due by ``now`` (default: the wall clock) and not committed yet,
+        """Run every time point due by ``now`` (default: the wall clock; a number, for a
+        schedule of numbers) and not committed yet,
         in the cycle under way and at most ``max_catch_up`` cycles before it (or every cycle from
         the one under way at ``since``). Idempotent: what is committed is not run again."""
         runner = self.runner(method, wait=wait)

@@ -214,3 +214,30 @@ def test_unknown_rule_names_are_refused() -> None:
     query = parse_query("SELECT 1 AS x", tpch.SCHEMA)
     with pytest.raises(Exception, match="unknown rule"):
         Optimizer(estimator()).plan(query, ["no-such-rule"])
+
+
+def test_a_tree_of_inner_joins_is_signed_by_what_it_joins_not_in_which_order() -> None:
+    """Two plannings may keep different join orders of one query (their costs calibrated
+    apart): the aggregate over the joins is the same relation, and the states kept of it must be
+    found again, so its signature, and the whole join tree's, do not depend on the order or on
+    which side of an equality a column is; a different condition is another relation."""
+    from tempura.algebra import Aggregate, AggregateCall
+    from tempura.optimizer.keys import template_signatures
+
+    a, b, c = scan("a", "ax"), scan("b", "bx", "by"), scan("c", "cy")
+
+    def eq(left: str, right: str) -> exp.Expr:
+        return exp.EQ(this=col(left), expression=col(right))
+
+    def total(joins: LogicalPlan) -> Aggregate:
+        return Aggregate(joins, ("ax",), (AggregateCall(Field("n", "bigint"), exp.Count(this=exp.Star())),))
+
+    one = total(Join(JoinKind.INNER, Join(JoinKind.INNER, a, b, eq("ax", "bx")), c, eq("by", "cy")))
+    two = total(Join(JoinKind.INNER, c, Join(JoinKind.INNER, b, a, eq("bx", "ax")), eq("cy", "by")))
+    other = total(Join(JoinKind.INNER, Join(JoinKind.INNER, a, b, eq("ax", "by")), c, eq("bx", "cy")))
+    signed = []
+    for plan in (one, two, other):
+        memo = fresh_memo()
+        root = memo.insert(plan)
+        signed.append(template_signatures(memo, memo.size()[0])[memo.find(root)])
+    assert signed[0] == signed[1] != signed[2]

@@ -141,7 +141,8 @@ def test_late_returns_read_only_the_time_slices_their_tickets_reach(spark: Any, 
 
 def test_a_run_killed_with_a_sliced_interval_in_place_is_finished_by_the_next(spark: Any, folder: Path,
                                                                               tmp_path: Path) -> None:
-    """``tempura run`` killed (``kill -9``, a subprocess) once the sales of interval 3 are in place
+    """``tempura run --now 2452186`` (date keys have no clock: the run names the time point it runs
+    up to) killed (``kill -9``, a subprocess) once the sales of interval 3 are in place
     in their time slices but before ``t3`` commits; run again, it finishes the cycle: every time
     point is committed, each delivery is ``spark.sql``'s, interval 3 is sliced as the plan says,
     and ``t4`` reads only some of its slices."""
@@ -160,6 +161,8 @@ def test_a_run_killed_with_a_sliced_interval_in_place_is_finished_by_the_next(sp
     assert dead.code == -9, f"not killed at landed@t3: {dead.last_lines()}"
     store, label = trial.store(), trial.cycle().label
     assert store.manifest_path(label, 2).exists() and not store.manifest_path(label, 3).exists()
+    clock = faults.run_in_process(["run", str(trial.spec_path), "--workdir", str(trial.workdir)])
+    assert not clock.one_line_error() and "--now 2451272" in clock.errors[0], clock.last_lines()  # date keys: no clock
     again = faults.run_in_process(trial.run_args("auto"))
     assert again.code == 0 and not again.exception, again.last_lines()
     verdict = faults.check(spark, trial)

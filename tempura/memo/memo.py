@@ -24,12 +24,14 @@ links as ordinary rules match on operators.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterator
 
 from tempura.algebra import LogicalPlan, Schema
 from tempura.errors import TempuraError
-from tempura.stats.relation import RelStats
+from tempura.stats.relation import RelStats, scale_column
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +129,21 @@ class Memo:
     def groups(self) -> list[Group]:
         """The live (representative) groups, by id."""
         return [g for g in self._groups if self._parent[g.id] == g.id]
+
+    def measured(self, rows: dict[int, float]) -> None:
+        """Set the rows of groups whose relation has been measured (a state an earlier run
+        saved): each keeps its estimated columns, scaled to its rows, which are also its proven
+        bound; every other group's statistics are derived again from its inputs'."""
+        if not rows:
+            return
+        fixed: dict[int, RelStats] = {}
+        for group_id, count in rows.items():
+            group = self.group(group_id)
+            stats = group.stats
+            columns = {name: scale_column(c, stats.rows, count) for name, c in stats.columns.items()}
+            fixed[group.id] = dataclasses.replace(stats, rows=float(count), columns=columns, max_rows=float(count))
+        for group in self.groups:
+            group._stats = fixed.get(group.id)
 
     def ref(self, group: int) -> GroupRef:
         return self.group(group).ref

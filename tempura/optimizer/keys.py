@@ -12,7 +12,8 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass
 
-from tempura.algebra import LogicalPlan
+from tempura.algebra import Join, JoinKind, LogicalPlan
+from tempura.algebra.expressions import conjuncts
 from tempura.memo import GroupRef, Memo
 from tempura.rules.tvr import Expansion
 from tempura.tvr.forms import Form
@@ -22,12 +23,13 @@ from tempura.tvr.layout import Layout
 @dataclass(frozen=True)
 class CommittedState:
     """A state an earlier run saved: its id, the time point it was saved at, its
-    :attr:`~tempura.tvr.plan.KeptState.key`, and how it was laid out (if it was)."""
+    :attr:`~tempura.tvr.plan.KeptState.key`, how it was laid out (if it was), and its rows."""
 
     id: str
     produced_at: int
     key: str
     layout: Layout | None = None
+    rows: int | None = None  # as saved: the relation's measured rows
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,29 @@ def template_signatures(memo: Memo, groups: int) -> dict[int, str]:
     """A signature of each of the first ``groups`` groups that two plannings of one query agree
     on: a digest of the group's first expression, its inputs replaced by their signatures. A
     state's key pairs its TVR form with its template group's signature, so a later planning finds
-    the same relation even where it numbers groups differently."""
+    the same relation even where it numbers groups differently.
+
+    A tree of inner joins is signed by what it joins, not in which order: its leaves' signatures
+    and its conditions' conjuncts, each sorted, and its columns as a set. A large template keeps
+    the one join order the costs chose, and a re-planning with measured arrivals and calibrated
+    costs may choose another; the relation above the joins (an aggregate, the result) is the same,
+    and so is its signature, so the states kept of it are found again."""
     out: dict[int, str] = {}
+
+    def inner(expr: LogicalPlan) -> bool:
+        return isinstance(expr, Join) and expr.kind in (JoinKind.INNER, JoinKind.CROSS)
+
+    def joined(group: int, active: frozenset[int], leaves: list[str], conditions: list[str]) -> None:
+        group = memo.find(group)
+        expr = memo.group(group).exprs[0]
+        if not inner(expr) or group in active:
+            leaves.append(sign(group, active))
+            return
+        assert isinstance(expr, Join)
+        conditions.extend(_conjunct_texts(expr))
+        for child in expr.inputs:
+            if isinstance(child, GroupRef):
+                joined(child.group, active | {group}, leaves, conditions)
 
     def sign(group: int, active: frozenset[int]) -> str:
         group = memo.find(group)
@@ -65,13 +88,39 @@ def template_signatures(memo: Memo, groups: int) -> dict[int, str]:
         if group in active:
             return "cycle"
         expr = memo.group(group).exprs[0]
-        inputs = [sign(c.group, active | {group}) for c in expr.inputs if isinstance(c, GroupRef)]
-        text = f"{expr.operator}|{expr.details()}|{','.join(inputs)}|{','.join(memo.group(group).schema.names)}"
+        if inner(expr):
+            leaves: list[str] = []
+            conditions: list[str] = []
+            for child in expr.inputs:
+                if isinstance(child, GroupRef):
+                    joined(child.group, active | {group}, leaves, conditions)
+            assert isinstance(expr, Join)
+            conditions.extend(_conjunct_texts(expr))
+            text = (f"inner joins|{','.join(sorted(leaves))}|{' AND '.join(sorted(conditions))}|"
+                    f"{','.join(sorted(memo.group(group).schema.names))}")
+        else:
+            inputs = [sign(c.group, active | {group}) for c in expr.inputs if isinstance(c, GroupRef)]
+            text = f"{expr.operator}|{expr.details()}|{','.join(inputs)}|{','.join(memo.group(group).schema.names)}"
         made = out[group] = hashlib.sha1(text.encode()).hexdigest()[:16]
         return made
 
     for g in range(groups):
         sign(g, frozenset())
+    return out
+
+
+def _conjunct_texts(join: Join) -> list[str]:
+    """A join condition's conjuncts as SQL, an equality's two sides in one order whichever input
+    each came from."""
+    from sqlglot import exp
+
+    out = []
+    for c in conjuncts(join.condition):
+        if isinstance(c, (exp.EQ, exp.NullSafeEQ)):
+            sides = sorted((c.this.sql(), c.expression.sql()))
+            out.append(f"{type(c).__name__}({sides[0]}, {sides[1]})")
+        else:
+            out.append(c.sql())
     return out
 
 

@@ -293,6 +293,8 @@ def _search(p: Planning) -> str:
     if not p.roots:
         raise TempuraError(f"nothing to plan: every delivery is before t{asked.resume.floor}")
     p.committed = committed_groups(memo, expansion, p.signatures, asked.resume)
+    counted = {c.id: c.rows for c in asked.resume.states if c.rows is not None}
+    memo.measured({g: counted[i] for g, (_, i) in p.committed.items() if i in counted})  # a saved state's size is known
     laid = {c.id: c.layout for c in asked.resume.states if c.layout is not None}
     p.implementer = TimedImplementer(memo, p.costs, asked.objective, SparkImplementer(memo, p.costs, p.classic_off),
                                      asked.resume.floor, {g: t for g, (t, _) in p.committed.items()}, p.prover,

@@ -180,15 +180,20 @@ class Runner:
             yield cycle
             n += 1
 
-    def due(self, now: dt.datetime, since: dt.datetime | None = None) -> list[tuple[Cycle, int]]:
+    def due(self, now: TimeValue, since: TimeValue | None = None) -> list[tuple[Cycle, int]]:
         """The uncommitted time points at or before ``now``, in order: those of the cycle under
         way at ``now`` and of at most ``max_catch_up`` cycles before it (the schedule may start
         years ago), or of every cycle from the one under way at ``since`` on. The cycles left
-        out for the cap are counted in :attr:`skipped`."""
+        out for the cap are counted in :attr:`skipped`. Time points that are numbers (date keys,
+        epochs) have no clock: ``now`` is then a number too, as the caller says."""
         schedule = self.spec.model.schedule
         first_value = self.spec.time_points().values[0]
-        if not isinstance(first_value, dt.date):
-            raise RunError(f"{self.spec.path}: time points are numbers; only --simulate runs them")
+        numbers = not isinstance(first_value, dt.date)
+        if numbers != isinstance(now, (int, float)) or (since is not None and numbers != isinstance(since, (int, float))):
+            if numbers:
+                raise RunError(f"{self.spec.path}: time points are numbers, which no clock tells: name the time "
+                               f"point to run up to (--now {first_value}), or run a whole cycle (--simulate)")
+            raise RunError(f"{self.spec.path}: time points are dates or timestamps: --now and --from take an ISO timestamp")
         last = cycle_index_at(schedule, now)
         if last is None:
             return []
@@ -204,9 +209,10 @@ class Runner:
             if cycle is None:
                 break
             values = cycle.time_points.values
-            if isinstance(values[0], dt.datetime):
+            if isinstance(values[0], dt.datetime) or numbers:
                 passed = [i for i, v in enumerate(values, 1) if v <= now]  # type: ignore[operator]
             else:
+                assert isinstance(now, dt.datetime)
                 passed = [i for i, v in enumerate(values, 1) if v <= now.date()]  # type: ignore[operator]
             steps = ([1] if cycle.carried and passed else []) + [i + cycle.offset for i in passed]
             chain = self.store.chain(cycle.label)
@@ -226,11 +232,12 @@ class Runner:
                        and len(self.store.manifest_indices(label)) >= cycle.last)
         return max(0, first - complete)
 
-    def run_due(self, now: dt.datetime | None = None, since: dt.datetime | None = None) -> list[PointResult]:
-        """Run every time point due by ``now`` (the wall clock) and not committed, then return
-        (``since``: catch up on every cycle from the one under way then, past ``max_catch_up``)."""
+    def run_due(self, now: TimeValue | None = None, since: TimeValue | None = None) -> list[PointResult]:
+        """Run every time point due by ``now`` (the wall clock; of a schedule of numbers, a
+        number that must be given) and not committed, then return (``since``: catch up on every
+        cycle from the one under way then, past ``max_catch_up``)."""
         with self.lock_held():
-            due = self.due(now or dt.datetime.now(), since)
+            due = self.due(now if now is not None else dt.datetime.now(), since)
             for label, chain in self._considered.items():  # a run that died after a commit left its clean-up
                 if chain and self.files.exists(self.store.pending(label)):
                     self._clean_after(label, len(chain), chain[-1])
@@ -680,7 +687,7 @@ class Runner:
         done: list[tuple[str, int, Layout | None]] = [(name, i, layout) for name, by_index in laid.items()
                                                        for i, layout in by_index.items()]
         done += [(name, land.index, None) for name, land in (landed or {}).items() if land.layout is None]
-        resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key, s.layout) for s in saved.values() if s.key),
+        resume = Resume(floor, tuple(CommittedState(s.id, s.produced_at, s.key, s.layout, s.rows) for s in saved.values() if s.key),
                         tuple(done))
         output = output_mode(self.spec)
         errors: dict[str, TempuraError] = {}
