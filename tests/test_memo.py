@@ -241,3 +241,32 @@ def test_a_tree_of_inner_joins_is_signed_by_what_it_joins_not_in_which_order() -
         root = memo.insert(plan)
         signed.append(template_signatures(memo, memo.size()[0])[memo.find(root)])
     assert signed[0] == signed[1] != signed[2]
+
+
+def test_a_measured_group_bounds_the_groups_above_it_through_any_of_their_expressions() -> None:
+    """A saved state's measured rows are its group's rows and bound; a group above it whose
+    first expression bounds it only by a big table (a filter of it) but another of whose
+    expressions reads the state (a union of the state and an empty change) takes the tighter
+    bound, and so do the groups above that."""
+    from tempura.algebra import Union, Values
+    from tempura.stats.bounds import row_bound
+
+    def derive(expr: LogicalPlan, inputs: list[RelStats]) -> RelStats:
+        bound = row_bound(expr, inputs, TableStats(rows=1_000_000.0, bytes=8e6) if isinstance(expr, Scan) else None)
+        rows = 1_000_000.0 if isinstance(expr, Scan) else 10.0 * len(inputs)
+        return RelStats(rows, 8.0, {}, max_rows=bound)
+
+    memo = Memo(derive)
+    big = scan("t", "a")
+    small = Filter(big, exp.EQ(this=col("a"), expression=exp.Literal.number(1)))
+    snapshot = memo.insert(small)  # the filter now: bounded by the table alone
+    state = memo.insert(Filter(scan("s", "a"), exp.EQ(this=col("a"), expression=exp.Literal.number(2))))  # saved
+    empty = Values(tuple(small.schema.fields), ())
+    nothing = memo.group(memo.insert(empty)).ref
+    memo.add(Union(memo.group(state).ref, nothing, True, tuple(small.schema.fields)), into=snapshot)
+    above = memo.insert(Filter(memo.group(snapshot).ref, exp.EQ(this=col("a"), expression=exp.Literal.number(1))))
+    assert memo.group(above).stats.max_rows == 1_000_000.0
+    memo.measured({state: 42})
+    assert memo.group(state).stats.rows == memo.group(state).stats.max_rows == 42.0
+    assert memo.group(snapshot).stats.max_rows == 42.0 and memo.group(snapshot).stats.rows == 10.0
+    assert memo.group(above).stats.max_rows == 42.0

@@ -133,7 +133,11 @@ class Memo:
     def measured(self, rows: dict[int, float]) -> None:
         """Set the rows of groups whose relation has been measured (a state an earlier run
         saved): each keeps its estimated columns, scaled to its rows, which are also its proven
-        bound; every other group's statistics are derived again from its inputs'."""
+        bound; every other group's statistics are derived again from its inputs'. A group's
+        statistics come from its first expression, but each of its expressions computes the same
+        relation, so the bound any of them proves holds for all: from the measured groups up,
+        each group above one is bounded by the least its expressions prove (and its estimate
+        capped by it)."""
         if not rows:
             return
         fixed: dict[int, RelStats] = {}
@@ -144,6 +148,17 @@ class Memo:
             fixed[group.id] = dataclasses.replace(stats, rows=float(count), columns=columns, max_rows=float(count))
         for group in self.groups:
             group._stats = fixed.get(group.id)
+        todo = list(fixed)
+        while todo:
+            for parent in list(self.group(todo.pop()).parents):
+                owner = self.lookup(parent)
+                if owner is None or owner in fixed:
+                    continue
+                group = self.group(owner)
+                bound = self.estimate(parent).max_rows
+                if bound < group.stats.max_rows:
+                    group._stats = dataclasses.replace(group.stats, max_rows=bound, rows=min(group.stats.rows, bound))
+                    todo.append(group.id)
 
     def ref(self, group: int) -> GroupRef:
         return self.group(group).ref
