@@ -19,7 +19,6 @@ drives lives in :mod:`tempura.scheduler`.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
