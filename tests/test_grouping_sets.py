@@ -182,6 +182,32 @@ order by l_returnflag, l_linestatus
 """
 
 
+@pytest.mark.parametrize("text", [
+    "SELECT a, b, SUM(c) AS s FROM t GROUP BY ROLLUP(a, b)",
+    "SELECT b, MAX(d) AS m FROM t WHERE a > 0 GROUP BY CUBE(a, b)",
+])
+def test_every_grouping_set_aggregates_one_pruned_input(text: str) -> None:
+    """After normalization, each grouping set's aggregate still reads one and the same input,
+    pruned to every column any of them reads (the widest set's keys and the calls' arguments):
+    the memo sees one group for it, as the binding built it, not one pruned copy per set."""
+    from tempura.algebra import Aggregate, LogicalPlan
+    from tempura.rules.logical import normalize
+
+    query = parse_query(text, SCHEMAS)
+    plan = normalize(query.plan)
+    aggregates: list[Aggregate] = []
+
+    def walk(node: LogicalPlan) -> None:
+        if isinstance(node, Aggregate):
+            aggregates.append(node)
+        for child in node.inputs:
+            walk(child)
+
+    walk(plan)
+    assert len(aggregates) > 1 and len({a.input for a in aggregates}) == 1
+    assert "e" not in aggregates[0].input.schema.names  # what no set reads is still pruned
+
+
 def test_standing_rollup_delivers_the_reference_at_every_time_point(
     fast_spark: Any, tpch_catalog: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
