@@ -181,36 +181,6 @@ def test_every_method_delivers_the_reference_over_laid_out_landings(fast_spark: 
             assert off[-1] < off[0], off
 
 
-def test_a_run_killed_with_a_laid_out_interval_in_place_is_finished_by_the_next(fast_spark: Any, price_watch: Path,
-                                                                                tmp_path: Path) -> None:
-    """``tempura run`` killed (``kill -9``, a subprocess) once the catalog's interval 1 is in place
-    bucket by bucket but before ``t1`` commits; run again, ``ivm`` finishes the day: every time
-    point is committed and its delivery is ``spark.sql``'s, interval 1 is laid out as the plan
-    says, and the later points read it by the changed products' buckets."""
-    from benchmarks import faults
-
-    query = StandingQuery(price_watch, tmp_path / ".stats", spark=fast_spark)
-    query.analyze()
-    job = query.job_folder()
-    assert isinstance(job, Path)
-    trial = faults.new_trial(faults.Scenario("price_watch", price_watch.parent, job / "stats"), "killed-landed")
-    try:
-        dead = faults.run_subprocess(trial.run_args("ivm", 1), "landed@t1")
-        assert dead.code == -9, f"not killed at landed@t1: {dead.last_lines()}"
-        store, label = trial.store(), trial.cycle().label
-        assert not store.manifest_path(label, 1).exists()
-        assert any(p.name.startswith(BUCKET) for p in store.landing_interval(label, "offers", 1).iterdir())
-        again = faults.run_in_process(trial.run_args("ivm"))
-        assert again.code == 0 and not again.exception, again.last_lines()
-        verdict = faults.check(fast_spark, trial)
-        assert verdict.ok and verdict.checked == [1, 2, 3, 4], verdict.describe()
-        manifests = [store.manifest(label, i) for i in range(1, 5)]
-        assert manifests[0]["landed"]["offers"]["layout"]["column"] == "product_id"
-        assert any(f.get("pruned_reads") for m in manifests[1:] for f in m["fragments"])
-    finally:
-        trial.remove()
-
-
 def test_a_deletion_of_an_absent_row_is_refused_through_a_pruned_check(fast_spark: Any, price_watch: Path,
                                                                        tmp_path: Path) -> None:
     """The landing's check that each deletion removes a row that is there reads only the
@@ -309,11 +279,14 @@ def test_a_keyed_merge_rewrites_only_the_buckets_its_changes_touch(fast_spark: A
     assert merged >= 1
 
 
-def test_a_run_killed_while_a_keyed_merge_is_written_is_finished_by_the_next(fast_spark: Any, tmp_path: Path) -> None:
-    """The keyed merges above, run by ``tempura run``: killed (``kill -9``, a subprocess) while
-    ``t2``'s merged report is written under the pending folder, its untouched buckets already
-    shared with the ``t1`` state, then run again: the state at ``t1`` is still whole (the next
-    run merges into it again), and every time point's delivery is ``spark.sql``'s."""
+def test_runs_killed_as_a_laid_out_interval_lands_and_as_a_keyed_merge_is_written_are_finished(
+        fast_spark: Any, tmp_path: Path) -> None:
+    """The keyed merges above, run by ``tempura run`` and killed twice (``kill -9``, each a
+    subprocess): once the catalog's interval 1 is in place bucket by bucket but before ``t1``
+    commits, and then, run again, while ``t2``'s merged report is written under the pending
+    folder, its untouched buckets already shared with the ``t1`` state. Run once more, the day
+    is finished: interval 1 is laid out, each merge rewrote only the buckets its changes touch
+    (the state before stayed whole), and every time point's delivery is ``spark.sql``'s."""
     import json
 
     from benchmarks import faults
@@ -327,9 +300,13 @@ def test_a_run_killed_while_a_keyed_merge_is_written_is_finished_by_the_next(fas
                          .replace("output: {path: out, mode: delta}\n", "")
                          + f"cost: {{file_open: 0}}\nspark: {json.dumps(faults.SUBPROCESS_SPARK)}\n")
     trial = faults.Trial(faults.Scenario("price_watch", spec_path.parent, tmp_path), "spec")  # the spec itself
-    dead = faults.run_subprocess(trial.run_args("ivm", 2), "state-written@t2")
-    assert dead.code == -9, f"not killed at state-written@t2: {dead.last_lines()}"
     store, cycle = trial.store(), trial.cycle()
+    landed = faults.run_subprocess(trial.run_args("ivm", 1), "landed@t1")
+    assert landed.code == -9, f"not killed at landed@t1: {landed.last_lines()}"
+    assert not store.manifest_path(cycle.label, 1).exists()
+    assert any(p.name.startswith(BUCKET) for p in store.landing_interval(cycle.label, "offers", 1).iterdir())
+    merging = faults.run_subprocess(trial.run_args("ivm", 2), "state-written@t2")
+    assert merging.code == -9, f"not killed at state-written@t2: {merging.last_lines()}"
     assert store.manifest_path(cycle.label, 1).exists() and not store.manifest_path(cycle.label, 2).exists()
     pending = store.pending(cycle.label) / "states"
     assert any(p.name.startswith(BUCKET) for folder in pending.iterdir() for p in folder.iterdir()), "no keyed write"
@@ -340,6 +317,7 @@ def test_a_run_killed_while_a_keyed_merge_is_written_is_finished_by_the_next(fas
         found = fast_spark.read.parquet(str(store.cycle_dir(cycle.label) / "results" / f"t{index:03d}"))
         outcome = compare_results(spark_rows(reference(fast_spark, spec, cycle, index)), [tuple(r) for r in found.collect()])
         assert outcome.equal, f"t{index}: {outcome.reason}"
+    assert store.manifest(cycle.label, 1)["landed"]["offers"]["layout"]["column"] == "product_id"  # type: ignore[index]
     merges = [p for i in (2, 3, 4) for f in store.manifest(cycle.label, i)["fragments"]  # type: ignore[index]
               for p in f.get("pruned_reads", []) if "state" in f["output"]]
     assert merges and all(p["buckets_read"] < p["buckets"] for p in merges), merges
