@@ -78,7 +78,7 @@ class Floor:
 
 def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, repeat: int,
         log: Callable[[str], None] = print) -> dict[str, Any]:
-    from benchmarks.incremental import settle
+    from benchmarks.rounds import settle
     from scenarios import prepared_scenario
     from tempura.scheduler import load_spec
 

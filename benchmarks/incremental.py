@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from benchmarks.charts import colour, time_point_axis
+from benchmarks.rounds import round_order, settle
 from tempura.runtime import compare_results, spark_rows
 from tempura.scheduler.reference import reference
 from tempura.scheduler.runner import PointResult
@@ -189,22 +190,6 @@ def _native(spark: SparkSession, spec: Spec, workdir: Path) -> Attempt:
         if not outcome.equal:
             wrong.append(f"t{point.index}: {outcome.reason}")
     return Attempt([p.cpu_seconds for p in points], [p.wall_seconds for p in points], not wrong, "; ".join(wrong))
-
-
-def round_order(contenders: Sequence[str], rep: int) -> list[str]:
-    """Round ``rep``'s order: the contenders rotated by ``rep``, the ones after the first reversed
-    in odd rounds, so that each runs first in turn and none always follows the same one (a heavy
-    run leaves work behind — garbage, cleanup of its shuffles — that the next one would pay for)."""
-    if not contenders:
-        return []
-    shift = rep % len(contenders)
-    order = list(contenders[shift:]) + list(contenders[:shift])
-    return order[:1] + (order[:0:-1] if rep % 2 else order[1:])
-
-
-def settle(spark: SparkSession) -> None:
-    """Let the previous run's leftovers go before the next is measured: a full JVM collection."""
-    spark.sparkContext._jvm.System.gc()  # type: ignore[union-attr]
 
 
 def run_scenario(spark: SparkSession, spec: Spec, workdir: Path, repeat: int,
