@@ -63,6 +63,11 @@ SUBPROCESS_SPARK = {
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     },
 }
+# A killed run's JVM lives for a few time points of tiny data: compiling its hot code with the
+# client compiler only, and collecting garbage on one thread, spares the cores the tests share.
+SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SHORT_LIVED_SPARK = {**SUBPROCESS_SPARK, "conf": {**SUBPROCESS_SPARK["conf"],  # type: ignore[dict-item]
+                                                  "spark.driver.defaultJavaOptions": SHORT_LIVED_JVM}}
 # Phases a time point may reach more than once (per source, fragment, state): #K picks one.
 REPEATED = ("landing", "landed", "fragment", "state-written", "state-saved")
 TIMEOUT = 900.0  # seconds a subprocess may take before it counts as hung

@@ -50,21 +50,20 @@ KILLED_TEST = "test_a_run_killed_at_a_phase_is_finished_by_the_next_and_delivers
 Expected = dict[tuple[str, int], list[tuple[Any, ...]]]
 
 
-# A killed run's JVM lives for a few time points of tiny data: compiling its hot code with the
-# client compiler only, and collecting garbage on one thread, spares the cores the test shares.
-SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
 
 def new_trial(scenario: faults.Scenario, tag: str) -> faults.Trial:
-    """:func:`benchmarks.faults.new_trial`, its subprocesses' JVM started with
-    :data:`SHORT_LIVED_JVM` (a run in this process keeps this process's session)."""
-    trial = faults.new_trial(scenario, tag)
-    spark = dict(faults.SUBPROCESS_SPARK, conf={**faults.SUBPROCESS_SPARK["conf"],  # type: ignore[dict-item]
-                                               "spark.driver.defaultJavaOptions": SHORT_LIVED_JVM})
+    """:func:`benchmarks.faults.new_trial`, its subprocesses' JVM started short-lived
+    (:data:`benchmarks.faults.SHORT_LIVED_SPARK`; a run in this process keeps this process's
+    session)."""
+    return short_lived(faults.new_trial(scenario, tag))
+
+
+def short_lived(trial: faults.Trial) -> faults.Trial:
+    """``trial`` with its spec's subprocess settings made :data:`benchmarks.faults.SHORT_LIVED_SPARK`."""
     text = trial.spec_path.read_text(encoding="utf-8")
     line = f"spark: {json.dumps(faults.SUBPROCESS_SPARK)}\n"
     assert line in text, text
-    trial.spec_path.write_text(text.replace(line, f"spark: {json.dumps(spark)}\n"), encoding="utf-8")
+    trial.spec_path.write_text(text.replace(line, f"spark: {json.dumps(faults.SHORT_LIVED_SPARK)}\n"), encoding="utf-8")
     return trial
 
 

@@ -298,7 +298,7 @@ def test_runs_killed_as_a_laid_out_interval_lands_and_as_a_keyed_merge_is_writte
     write_sparse_changes(fast_spark, spec_path.parent)
     spec_path.write_text(spec_path.read_text().replace("preset: deadline", "preset: total")
                          .replace("output: {path: out, mode: delta}\n", "")
-                         + f"cost: {{file_open: 0}}\nspark: {json.dumps(faults.SUBPROCESS_SPARK)}\n")
+                         + f"cost: {{file_open: 0}}\nspark: {json.dumps(faults.SHORT_LIVED_SPARK)}\n")
     trial = faults.Trial(faults.Scenario("price_watch", spec_path.parent, tmp_path), "spec")  # the spec itself
     store, cycle = trial.store(), trial.cycle()
     landed = faults.run_subprocess(trial.run_args("ivm", 1), "landed@t1")

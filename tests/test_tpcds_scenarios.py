@@ -13,6 +13,7 @@ join's and the ROLLUP's are checked by ``tempura bench incremental`` (every deli
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,8 @@ def test_a_run_killed_with_a_sliced_interval_in_place_is_finished_by_the_next(sp
     stats = query.job_folder()
     assert isinstance(stats, Path)
     trial = faults.new_trial(faults.Scenario("tpcds_sales_returns", job, stats / "stats"), "killed-sliced")
+    text = trial.spec_path.read_text()  # the killed run's JVM short-lived, as the fault tests' are
+    trial.spec_path.write_text(text.replace(json.dumps(faults.SUBPROCESS_SPARK), json.dumps(faults.SHORT_LIVED_SPARK)))
     dead = faults.run_subprocess(trial.run_args("auto", 3), "landed@t3")  # the first source: store_sales
     assert dead.code == -9, f"not killed at landed@t3: {dead.last_lines()}"
     store, label = trial.store(), trial.cycle().label
