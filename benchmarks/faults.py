@@ -34,7 +34,7 @@ import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tempura.errors import TempuraError
 from tempura.runtime import compare_results, spark_rows
@@ -167,15 +167,15 @@ class Trial:
         self.spec_path.unlink(missing_ok=True)
 
 
-def new_trial(scenario: Scenario, tag: str) -> Trial:
+def new_trial(scenario: Scenario, tag: str, spark: Mapping[str, object] = SUBPROCESS_SPARK) -> Trial:
     """A fresh job of ``scenario``: delivering at every time point into its own delta output (in
-    place of the scenario's own), its statistics seeded."""
+    place of the scenario's own), its statistics seeded, its runs' Spark set by ``spark``."""
     trial = Trial(scenario, tag)
     trial.remove()
     text = scenario.spec_path.read_text(encoding="utf-8").replace("deliver: last", "deliver: every")
     text = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("output:"))
     output = trial.output.relative_to(scenario.folder).as_posix()
-    text += f"\noutput: {{path: {output}, mode: delta}}\nspark: {json.dumps(SUBPROCESS_SPARK)}\n"
+    text += f"\noutput: {{path: {output}, mode: delta}}\nspark: {json.dumps(spark)}\n"
     trial.spec_path.write_text(text, encoding="utf-8")
     shutil.copytree(scenario.stats, trial.job / "stats")
     return trial

@@ -64,21 +64,21 @@ class Floor:
             self.sources[source_name] = landing_data(spark, feed, folders, runner.schemas[source_name], self.k)
         self.meter = Meter(spark)
 
-    def measure(self, contender: str) -> tuple[WorkMetrics, list[tuple[Any, ...]]]:
-        """Run ``contender``'s query (``snapshot`` or ``floor``) once: its work and its rows."""
+    def measure(self, contender: str) -> WorkMetrics:
+        """Run ``contender``'s query (``snapshot`` or ``floor``) once, its rows collected: its work."""
         from tempura.runtime.sources import register_read
 
         for source_name, data in self.sources.items():
             start = 0 if contender == "snapshot" or source_name in self.quiet else self.k - 1
             register_read(self.spark, data, start, self.k, False, source_name)
         with self.meter.measure(f"floor {contender}") as work:
-            rows = [tuple(r) for r in self.spark.sql(self.spec.sql).collect()]
-        return work, rows
+            self.spark.sql(self.spec.sql).collect()
+        return work
 
 
 def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, repeat: int,
         log: Callable[[str], None] = print) -> dict[str, Any]:
-    from benchmarks.rounds import settle
+    from benchmarks.rounds import round_order, settle
     from scenarios import prepared_scenario
     from tempura.scheduler import load_spec
 
@@ -87,7 +87,7 @@ def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, 
     found: dict[str, dict[str, list[float]]] = {c: {"cpu": [], "wall": [], "rows": []} for c in CONTENDERS}
 
     def measure(contender: str) -> None:
-        work, _rows = landed.measure(contender)
+        work = landed.measure(contender)
         found[contender]["cpu"].append(work.cpu_seconds)
         found[contender]["wall"].append(work.wall_seconds)
         found[contender]["rows"].append(float(work.rows_in))
@@ -96,7 +96,7 @@ def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, 
         measure(contender)
         found[contender] = {"cpu": [], "wall": [], "rows": []}
     for rep in range(repeat):
-        for contender in (CONTENDERS if rep % 2 == 0 else CONTENDERS[::-1]):
+        for contender in round_order(CONTENDERS, rep):
             settle(spark)
             started = time.perf_counter()
             measure(contender)

@@ -220,7 +220,7 @@ def run_scenario(spark: SparkSession, spec: Spec, workdir: Path, repeat: int,
             return _native(spark, spec, workdir)
         if name == FLOOR:
             assert floor is not None
-            work, _rows = floor.measure(FLOOR)
+            work = floor.measure(FLOOR)
             before = [0.0] * (floor.k - 1)
             return Attempt(before + [work.cpu_seconds], before + [work.wall_seconds], True)
         return _tempura(spark, spec, name, workdir, found[name])
@@ -273,11 +273,11 @@ def verdicts(contenders: dict[str, Contender], weights: Sequence[float]) -> dict
         out["bytes_target_met"] = bound > 0 and read <= BYTES_TARGET * bound
     floor = contenders.get(FLOOR)
     if floor is not None and floor.unsupported is None and floor.attempts:
-        bound = floor.median("cpu")[-1]
-        out["last_point_floor"] = bound
-        out["ratio_last_point_auto_to_floor"] = last / bound if bound > 0 else None
+        least = floor.median("cpu")[-1]
+        out["last_point_floor"] = least
+        out["ratio_last_point_auto_to_floor"] = last / least if least > 0 else None
         if "batch" in others and others["batch"].median("cpu")[-1] > 0:
-            out["ratio_last_point_floor_to_batch"] = bound / others["batch"].median("cpu")[-1]
+            out["ratio_last_point_floor_to_batch"] = least / others["batch"].median("cpu")[-1]
     out["last_point_target_met"] = (
         out.get("ratio_last_point_auto_to_batch", math.inf) <= LAST_POINT_TARGET
         and all(last <= others[n].median("cpu")[-1] or n in same_last for n in ("ivm", "spark-streaming") if n in others))

@@ -439,16 +439,19 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
 
 
 def _timestamp(text: str | None, option: str) -> Any:
-    """An ISO timestamp, or a number (a time point of a schedule of numbers)."""
+    """An ISO timestamp, or a finite number (a time point of a schedule of numbers)."""
     import datetime as dt
+    import math
 
     if not text:
         return None
     for number in (int, float):
         try:
-            return number(text)
+            value = number(text)
         except ValueError:
-            pass
+            continue
+        if math.isfinite(value):
+            return value
     try:
         return dt.datetime.fromisoformat(text)
     except ValueError:

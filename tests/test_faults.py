@@ -20,7 +20,6 @@ random kill points after it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -55,16 +54,7 @@ def new_trial(scenario: faults.Scenario, tag: str) -> faults.Trial:
     """:func:`benchmarks.faults.new_trial`, its subprocesses' JVM started short-lived
     (:data:`benchmarks.faults.SHORT_LIVED_SPARK`; a run in this process keeps this process's
     session)."""
-    return short_lived(faults.new_trial(scenario, tag))
-
-
-def short_lived(trial: faults.Trial) -> faults.Trial:
-    """``trial`` with its spec's subprocess settings made :data:`benchmarks.faults.SHORT_LIVED_SPARK`."""
-    text = trial.spec_path.read_text(encoding="utf-8")
-    line = f"spark: {json.dumps(faults.SUBPROCESS_SPARK)}\n"
-    assert line in text, text
-    trial.spec_path.write_text(text.replace(line, f"spark: {json.dumps(faults.SHORT_LIVED_SPARK)}\n"), encoding="utf-8")
-    return trial
+    return faults.new_trial(scenario, tag, faults.SHORT_LIVED_SPARK)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ join's and the ROLLUP's are checked by ``tempura bench incremental`` (every deli
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from tempura.scheduler.reference import reference
 from tempura.scheduler.simulation import simulate
 from tempura.scheduler.spec import Spec
 from tempura.standing import StandingQuery
-from tempura.tvr.layout import interval_slices, slices_after
+from tempura.tvr.layout import BUCKET, interval_slices, slices_after
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
@@ -157,13 +156,13 @@ def test_a_run_killed_with_a_sliced_interval_in_place_is_finished_by_the_next(sp
     query.analyze()
     stats = query.job_folder()
     assert isinstance(stats, Path)
-    trial = faults.new_trial(faults.Scenario("tpcds_sales_returns", job, stats / "stats"), "killed-sliced")
-    text = trial.spec_path.read_text()  # the killed run's JVM short-lived, as the fault tests' are
-    trial.spec_path.write_text(text.replace(json.dumps(faults.SUBPROCESS_SPARK), json.dumps(faults.SHORT_LIVED_SPARK)))
+    trial = faults.new_trial(faults.Scenario("tpcds_sales_returns", job, stats / "stats"), "killed-sliced",
+                             faults.SHORT_LIVED_SPARK)
     dead = faults.run_subprocess(trial.run_args("auto", 3), "landed@t3")  # the first source: store_sales
     assert dead.code == -9, f"not killed at landed@t3: {dead.last_lines()}"
     store, label = trial.store(), trial.cycle().label
     assert store.manifest_path(label, 2).exists() and not store.manifest_path(label, 3).exists()
+    assert any(p.name.startswith(BUCKET) for p in store.landing_interval(label, "store_sales", 3).iterdir())  # sliced
     clock = faults.run_in_process(["run", str(trial.spec_path), "--workdir", str(trial.workdir)])
     assert not clock.one_line_error() and "--now 2451272" in clock.errors[0], clock.last_lines()  # date keys: no clock
     again = faults.run_in_process(trial.run_args("auto"))

@@ -25,7 +25,6 @@ links as ordinary rules match on operators.
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterator
 

@@ -91,11 +91,7 @@ def template_signatures(memo: Memo, groups: int) -> dict[int, str]:
         if inner(expr):
             leaves: list[str] = []
             conditions: list[str] = []
-            for child in expr.inputs:
-                if isinstance(child, GroupRef):
-                    joined(child.group, active | {group}, leaves, conditions)
-            assert isinstance(expr, Join)
-            conditions.extend(_conjunct_texts(expr))
+            joined(group, active, leaves, conditions)
             text = (f"inner joins|{','.join(sorted(leaves))}|{' AND '.join(sorted(conditions))}|"
                     f"{','.join(sorted(memo.group(group).schema.names))}")
         else:
