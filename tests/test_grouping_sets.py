@@ -82,6 +82,11 @@ QUERIES = [
     "ORDER BY ga, gb, a NULLS LAST, b NULLS LAST",
     "SELECT a, b, SUM(d) AS s FROM t GROUP BY ROLLUP(a, b) ORDER BY GROUPING(a) DESC, GROUPING(b), a, b LIMIT 4",
     "SELECT a, b FROM t GROUP BY CUBE(a, b) ORDER BY SUM(d) DESC NULLS LAST, a NULLS FIRST, b NULLS FIRST LIMIT 5",
+    # Cascaded sets: every decomposable call, of every type, rebuilt from the finest set's groups.
+    "SELECT a, b, SUM(e) AS se, AVG(e) AS ae, AVG(a) AS aa, AVG(c) AS ac, AVG(d) AS ad, SUM(a) AS sa, "
+    "COUNT(c) AS nc, MIN(e) AS mine, MAX(b) AS maxb, MIN(c) AS minc FROM t GROUP BY CUBE(a, b)",
+    "SELECT b, SUM(c) AS s, AVG(e) AS ae FROM t WHERE c IS NULL OR c < 3 GROUP BY ROLLUP(b, a)",
+    "SELECT a, b, d, SUM(c + d) AS s, MAX(UPPER(b)) AS mb FROM t GROUP BY a, GROUPING SETS ((b, d), (b), ())",
     # DISTINCT aggregates and SELECT DISTINCT.
     "SELECT a, COUNT(DISTINCT b) AS nb, SUM(DISTINCT d) AS sd, COUNT(*) AS n FROM t GROUP BY CUBE(a, b)",
     "SELECT a, COUNT(DISTINCT c) AS nc FROM t GROUP BY GROUPING SETS ((a), ())",
@@ -132,11 +137,14 @@ def test_null_key_is_told_apart_from_rolled_up_null(session: Session) -> None:
     assert len(rows) == len({r[0] for r in ROWS}) + 1
 
 
-def test_result_types_are_sparks(session: Session) -> None:
-    text = (
-        "SELECT a, b, e, GROUPING(a) AS ga, GROUPING_ID() AS gid, SUM(e) AS se, COUNT(DISTINCT b) AS nb "
-        "FROM t GROUP BY ROLLUP(a, b, e)"
-    )
+@pytest.mark.parametrize("text", [
+    "SELECT a, b, e, GROUPING(a) AS ga, GROUPING_ID() AS gid, SUM(e) AS se, COUNT(DISTINCT b) AS nb "
+    "FROM t GROUP BY ROLLUP(a, b, e)",
+    # cascaded: every call is rebuilt from partial states, in Spark's own type
+    "SELECT a, b, GROUPING_ID() AS gid, SUM(e) AS se, AVG(e) AS ae, AVG(a) AS aa, AVG(c) AS ac, SUM(a) AS sa, "
+    "SUM(c) AS sc, COUNT(b) AS nb, COUNT(*) AS n, MIN(e) AS mine, MAX(b) AS maxb, MIN(d) AS mind FROM t GROUP BY CUBE(a, b)",
+])
+def test_result_types_are_sparks(session: Session, text: str) -> None:
     expected = [f.dataType for f in session.spark.sql(text).schema.fields]
     actual = [f.dataType for f in execute(session.plan(text), session.spark).schema.fields]
     assert actual == expected
@@ -180,56 +188,89 @@ where CAST(l_shipdate AS DATE) <= date '1998-12-01' - interval '90' day
 group by rollup(l_returnflag, l_linestatus)
 order by l_returnflag, l_linestatus
 """
+CASCADED_Q01 = """
+select l_returnflag, l_linestatus, grouping(l_linestatus) as g, sum(l_quantity) as sum_qty,
+       avg(l_discount) as avg_disc, avg(l_extendedprice) as avg_price, max(l_tax) as max_tax, count(*) as count_order
+from lineitem
+where CAST(l_shipdate AS DATE) <= date '1998-12-01' - interval '90' day
+group by rollup(l_returnflag, l_linestatus)
+order by l_returnflag, l_linestatus
+"""
+
+
+def _aggregates(text: str) -> list[Any]:
+    """The aggregates of ``text``'s normalized plan, each once."""
+    from tempura.algebra import Aggregate, LogicalPlan
+    from tempura.rules.logical import normalize
+
+    found: dict[int, Aggregate] = {}
+
+    def walk(node: LogicalPlan) -> None:
+        if isinstance(node, Aggregate):
+            found[id(node)] = node
+        for child in node.inputs:
+            walk(child)
+
+    walk(normalize(parse_query(text, SCHEMAS).plan))
+    return list(found.values())
+
+
+@pytest.mark.parametrize(("text", "read"), [
+    ("SELECT a, COUNT(DISTINCT b) AS nb, SUM(c) AS s FROM t GROUP BY ROLLUP(a, b)", {"a", "b", "c"}),
+    ("SELECT b, MAX(d) AS m, COUNT(DISTINCT d) AS n FROM t WHERE a > 0 GROUP BY CUBE(a, b)", {"a", "b", "d"}),
+    ("SELECT a, b, SUM(c) AS s FROM t GROUP BY GROUPING SETS ((a), (b))", {"a", "b", "c"}),  # no set has both
+    ("SELECT a, b, SUM(CAST(e AS DECIMAL(30,2))) AS s FROM t GROUP BY ROLLUP(a, b)", {"a", "b", "e"}),  # 40 digits
+])
+def test_every_grouping_set_aggregates_one_pruned_input(text: str, read: set[str]) -> None:
+    """Sets that cannot cascade: after normalization, each grouping set's aggregate still reads
+    one and the same input, pruned to every column any of them reads (the widest set's keys and
+    the calls' arguments): the memo sees one group for it, as the binding built it, not one
+    pruned copy per set."""
+    aggregates = _aggregates(text)
+    assert len(aggregates) > 1 and len({id(a.input) for a in aggregates}) == 1
+    assert set(aggregates[0].input.schema.names) == read
 
 
 @pytest.mark.parametrize("text", [
     "SELECT a, b, SUM(c) AS s FROM t GROUP BY ROLLUP(a, b)",
-    "SELECT b, MAX(d) AS m FROM t WHERE a > 0 GROUP BY CUBE(a, b)",
+    "SELECT b, MAX(d) AS m, AVG(c) AS ac, COUNT(*) AS n FROM t WHERE a > 0 GROUP BY CUBE(a, b)",
+    "SELECT a, b, SUM(c) AS s FROM t GROUP BY GROUPING SETS ((a), (a, b), ())",
 ])
-def test_every_grouping_set_aggregates_one_pruned_input(text: str) -> None:
-    """After normalization, each grouping set's aggregate still reads one and the same input,
-    pruned to every column any of them reads (the widest set's keys and the calls' arguments):
-    the memo sees one group for it, as the binding built it, not one pruned copy per set."""
-    from tempura.algebra import Aggregate, LogicalPlan
-    from tempura.rules.logical import normalize
-
-    query = parse_query(text, SCHEMAS)
-    plan = normalize(query.plan)
-    aggregates: list[Aggregate] = []
-
-    def walk(node: LogicalPlan) -> None:
-        if isinstance(node, Aggregate):
-            aggregates.append(node)
-        for child in node.inputs:
-            walk(child)
-
-    walk(plan)
-    assert len(aggregates) > 1 and len({a.input for a in aggregates}) == 1
-    assert "e" not in aggregates[0].input.schema.names  # what no set reads is still pruned
+def test_coarser_sets_aggregate_the_finest_sets_groups(text: str) -> None:
+    """Sets with a finest one and decomposable calls cascade: one aggregate reads the pruned
+    input, by the finest set's keys, and every coarser set aggregates that aggregate."""
+    aggregates = _aggregates(text)
+    fine = [a for a in aggregates if a.input.__class__.__name__ != "Aggregate"]
+    assert len(fine) == 1 and set(fine[0].keys) == {"a", "b"}
+    coarser = [a for a in aggregates if a is not fine[0]]
+    assert coarser and all(a.input is fine[0] for a in coarser)
+    assert all(set(a.keys) < {"a", "b"} for a in coarser)
+    assert "e" not in fine[0].input.schema.names
 
 
+@pytest.mark.parametrize(("name", "text"), [("per-set", ROLLUP_Q01), ("cascaded", CASCADED_Q01)])
 def test_standing_rollup_delivers_the_reference_at_every_time_point(
-    fast_spark: Any, tpch_catalog: Any, tmp_path_factory: pytest.TempPathFactory
+    fast_spark: Any, tpch_catalog: Any, tmp_path_factory: pytest.TempPathFactory, name: str, text: str
 ) -> None:
     """TPC-H Q1 grouped by ROLLUP as a standing query under ``ivm``: each grouping set's
-    aggregate is maintained like any other, and every delivery equals ``spark.sql`` over the
-    snapshot."""
+    aggregate (of the input, or of the finest set's groups when the sets cascade) is maintained
+    like any other, and every delivery equals ``spark.sql`` over the snapshot."""
     method = "ivm"
     from scenarios import prepared_scenario
     from tempura.scheduler import load_spec
     from tempura.scheduler.reference import reference
     from tempura.scheduler.simulation import simulate
 
-    root = tmp_path_factory.getbasetemp() / "grouping-standing"
+    root = tmp_path_factory.getbasetemp() / f"grouping-standing-{name}"
     cache = root / ".tpch" / "sf0.01"
     if not cache.exists():
         cache.parent.mkdir(parents=True)
         cache.symlink_to(tpch_catalog.parent)
     spec_path = prepared_scenario(fast_spark, "tpch_q01", root, 0.01)
-    (spec_path.parent / "query.sql").write_text(ROLLUP_Q01)
+    (spec_path.parent / "query.sql").write_text(text)
     spec_path.write_text(spec_path.read_text().replace("deliver: last", "deliver: every"))
     spec = load_spec(spec_path)
-    run = simulate(fast_spark, spec, method, tmp_path_factory.mktemp(f"grouping-{method}"))
+    run = simulate(fast_spark, spec, method, tmp_path_factory.mktemp(f"grouping-{name}"))
     k = spec.time_points().k
     assert [p.index for p in run.points] == list(range(1, k + 1))
     wrong = [f"t{p.index}: {p.detail}" for p in run.points if not p.correct]

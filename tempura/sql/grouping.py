@@ -4,7 +4,15 @@
 
 A grouping-set query is a ``UNION ALL`` of one ``Aggregate`` per grouping set, all over one
 shared input (the FROM and WHERE bound once, with computed keys projected once), so that the
-memo and the state selection see one input group and can share its work. Each branch outputs,
+memo and the state selection see one input group and can share its work.
+
+When one set groups by every column the others group by (the first set of a ROLLUP or a CUBE)
+and every call is decomposable (SUM, COUNT, AVG, MIN, MAX without DISTINCT or FILTER;
+:mod:`tempura.algebra.decompose`), the sets cascade: the input is aggregated once, by that
+finest set, into each call's partial states, and every coarser set aggregates those groups
+again by its own keys. The input (usually a join) is then read and shuffled once rather than
+once per set, and a standing query keeps one aggregate of its rows where the others are small
+aggregates of it. Otherwise each set aggregates the input itself. Each branch outputs,
 in the same order, every grouping column (``NULL`` of the column's type when the set does not
 group by it), every aggregate call, and one constant column per ``GROUPING``/``GROUPING_ID``
 the block uses. HAVING, the select list, ORDER BY and LIMIT then apply to the union, through
@@ -46,7 +54,8 @@ from tempura.algebra import (
     col,
     column_name,
 )
-from tempura.algebra.schema import UNKNOWN_TYPE
+from tempura.algebra.decompose import bag_partials, decimal_shape, decomposable, finalize, merged_partials
+from tempura.algebra.schema import UNKNOWN_TYPE, Schema
 from tempura.errors import BindError, UnsupportedQuery
 from tempura.sql.parse import position_of, unsupported
 from tempura.sql.scope import BlockBinder, Rewrite, Scope, aggregate_type, aggregates_in, spark_type
@@ -238,10 +247,15 @@ def bind_grouping_sets(
         aggregates[resolved_call] = (aliases.get(call, inner.key), aggregate_type(call), not isinstance(inner, exp.Count))
 
     key_names = list(key_columns.values())
-    branches = [
-        _branch(binder, plan, key_names, columns, aggregates, [(f.type, f.values[i]) for f in functions.values()], len(sets) == 1)
-        for i, columns in enumerate(set_columns)
-    ]
+    set_values = [[(f.type, f.values[i]) for f in functions.values()] for i in range(len(sets))]
+    finest = _finest(set_columns)
+    if finest is not None and len(sets) > 1 and _decomposable(aggregates):
+        branches = _cascaded(binder, plan, key_names, set_columns, finest, aggregates, set_values)
+    else:
+        branches = [
+            _branch(binder, plan, key_names, columns, aggregates, set_values[i], len(sets) == 1)
+            for i, columns in enumerate(set_columns)
+        ]
     displays = key_names + [display for display, _, _ in aggregates.values()]
     displays += ["grouping" if f.type == "tinyint" else "grouping_id" for f in functions.values()]
     output = _union_all(binder, branches, displays)
@@ -328,19 +342,102 @@ def _branch(
     branch: LogicalPlan = Aggregate(plan, keys, tuple(calls))
     if guard is not None:
         branch = Filter(branch, exp.GT(this=col(guard.name), expression=exp.Literal.number(0)))
+    outputs = [Projection(c.field, col(c.field.name)) for c in calls[: len(aggregates)]]
+    return _set_rows(binder, branch, plan.schema, key_names, keys, outputs, function_values)
+
+
+def _set_rows(
+    binder: BlockBinder,
+    branch: LogicalPlan,
+    input_schema: Schema,
+    key_names: list[str],
+    keys: tuple[str, ...],
+    outputs: list[Projection],
+    function_values: list[tuple[str, int]],
+) -> LogicalPlan:
+    """A set's aggregate ``branch`` as the union's rows: every grouping column (NULL where the
+    set leaves it out), the aggregates' ``outputs``, the grouping functions' constants."""
     projections = []
     for name in key_names:
-        source = plan.schema.field(name)
+        source = input_schema.field(name)
         if name in keys:
             projections.append(Projection(source, col(name)))
         else:
             projections.append(Projection(Field(binder.names.fresh(name), source.type, True), _typed_null(source.type)))
-    projections += [Projection(c.field, col(c.field.name)) for c in calls[: len(aggregates)]]
+    projections += outputs
     for type_, value in function_values:
         constant = exp.cast(exp.Literal.number(value), exp.DataType.build(type_, dialect="spark"))
         display = "grouping" if type_ == "tinyint" else "grouping_id"
         projections.append(Projection(Field(binder.names.fresh(display), type_, False), constant))
     return Project(branch, tuple(projections))
+
+
+def _finest(set_columns: list[list[str]]) -> int | None:
+    """The index of a set that groups by every column any set groups by, if one does and
+    there is such a column (sets that are all ``()`` have nothing to aggregate first)."""
+    every = {c for columns in set_columns for c in columns}
+    return next((i for i, columns in enumerate(set_columns) if every and set(columns) == every), None)
+
+
+_MAX_SUMMED_PRECISION = {"sum": 28, "avg": 22}
+"""The widest decimal SUM / AVG result a cascade sums again: its input has at most 18 digits,
+so the finest set's sums (``p + 10``) and their sums again (``p + 20``) cannot overflow where
+the sum over the input would not."""
+
+
+def _decomposable(aggregates: dict[exp.Expr, tuple[str, str, bool]]) -> bool:
+    """Whether every call re-aggregates from partial states (:func:`decomposable`), with a
+    known type and a decimal sum that cannot overflow in the finest set alone."""
+    for call, (display, type_, nullable) in aggregates.items():
+        stand_in = AggregateCall(Field(display, type_, nullable), call)
+        if type_ == UNKNOWN_TYPE or not decomposable(stand_in):
+            return False
+        shape = decimal_shape(type_)
+        if shape and stand_in.function in _MAX_SUMMED_PRECISION and shape[0] > _MAX_SUMMED_PRECISION[stand_in.function]:
+            return False
+    return True
+
+
+def _cascaded(
+    binder: BlockBinder,
+    plan: LogicalPlan,
+    key_names: list[str],
+    set_columns: list[list[str]],
+    finest: int,
+    aggregates: dict[exp.Expr, tuple[str, str, bool]],
+    values: list[list[tuple[str, int]]],
+) -> list[LogicalPlan]:
+    """Every set's rows from one aggregate of the input by the finest set: that aggregate keeps
+    each call's partial states (:func:`bag_partials`); a coarser set merges them by its own
+    keys (:func:`merged_partials`), and every set finalizes them. The input is then read and
+    aggregated once, and the coarser sets aggregate the finest set's groups, not its rows."""
+    partials = [
+        AggregateCall(Field(binder.names.fresh(display), type_, nullable), call.copy())
+        for call, (display, type_, nullable) in aggregates.items()
+    ]
+    finest_keys = tuple(dict.fromkeys(set_columns[finest]))
+    fine = Aggregate(plan, finest_keys, tuple(part for call in partials for part in bag_partials(call)))
+    branches = []
+    for columns, function_values in zip(set_columns, values):
+        keys = tuple(dict.fromkeys(columns))
+        finals = partials
+        branch: LogicalPlan = fine
+        if set(keys) != set(finest_keys):
+            finals = [AggregateCall(Field(binder.names.fresh(c.field.name), c.field.type, c.field.nullable), c.call) for c in partials]
+            calls = [merged for c, into in zip(partials, finals) for merged in merged_partials(c, into)]
+            guard = None
+            if not keys:  # the set of () has no row over no input: the finest set then has no group
+                guard = Field(binder.names.fresh("grouped_rows"), "bigint", False)
+                calls.append(AggregateCall(guard, exp.Count(this=exp.Star())))
+            branch = Aggregate(fine, keys, tuple(calls))
+            if guard is not None:
+                branch = Filter(branch, exp.GT(this=col(guard.name), expression=exp.Literal.number(0)))
+        outputs = [
+            Projection(Field(binder.names.fresh(display), type_, nullable), finalize(c))
+            for c, (display, type_, nullable) in zip(finals, aggregates.values())
+        ]
+        branches.append(_set_rows(binder, branch, plan.schema, key_names, keys, outputs, function_values))
+    return branches
 
 
 def _typed_null(type_: str) -> exp.Expr:

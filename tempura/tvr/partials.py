@@ -18,6 +18,9 @@ type. A Z-set projected to those values is therefore a value delta that is not y
 merging it into kept states gives the same states as merging its aggregate
 (:class:`~tempura.tvr.operators.StateRows`).
 
+The columns, their bag-level calls and :func:`finalize` are the decomposition of
+:mod:`tempura.algebra.decompose`; this module adds their signed forms over Z-sets.
+
 MIN and MAX merge only while their input is insert-only (:func:`mergeable`); the rules plan a
 recompute of the aggregate otherwise. ``DISTINCT`` calls, ``FILTER`` clauses and other functions
 have no partial state here (:func:`has_partial_state`), so an aggregate with them is recomputed.
@@ -25,19 +28,17 @@ have no partial state here (:func:`has_partial_state`), so an aggregate with the
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from tempura.algebra import AggregateCall, Field, LogicalPlan, Schema, aggregate_parts, col
+from tempura.algebra.decompose import COUNT_SUFFIX, SUM_SUFFIX, VALUE_SUFFIX, decomposable, finalize
+from tempura.algebra.decompose import call_argument, partial_sum_type
 from tempura.tvr.zset import MULT
 
 ROWS = "__rows"
 ROWS_FIELD = Field(ROWS, "bigint", True)
-
-SUPPORTED = ("sum", "count", "avg", "min", "max")
-
 
 @dataclass(frozen=True)
 class PartialColumn:
@@ -50,22 +51,12 @@ class PartialColumn:
     from_row: exp.Expr  # one Z-set row's contribution: ``merge`` over these is ``from_zset``
 
 
-def _argument(call: AggregateCall) -> exp.Expr | None:
-    node = call.call
-    arg = node.this
-    if isinstance(arg, exp.Star) or arg is None:
-        return None
-    return arg
-
-
 def has_partial_state(call: AggregateCall) -> bool:
-    """Whether ``call`` has partial-state columns at all: one of :data:`SUPPORTED`, without
-    ``DISTINCT`` or ``FILTER``. Without them neither ``PS`` nor ``VD`` can be computed (the
-    columns of :func:`partial_columns` would count duplicates, or read ``DISTINCT x`` as an
-    argument), and the aggregate is recomputed from its input's snapshot."""
-    if isinstance(call.call, exp.Filter) or call.distinct:
-        return False
-    return call.function in SUPPORTED
+    """Whether ``call`` has partial-state columns at all (:func:`~tempura.algebra.decompose.decomposable`).
+    Without them neither ``PS`` nor ``VD`` can be computed (the columns of
+    :func:`partial_columns` would count duplicates, or read ``DISTINCT x`` as an argument), and
+    the aggregate is recomputed from its input's snapshot."""
+    return decomposable(call)
 
 
 def mergeable(call: AggregateCall, insert_only: bool) -> bool:
@@ -86,8 +77,8 @@ def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> 
     """The partial-state columns of one aggregate call, named after its output field."""
     name = call.field.name
     fn = call.function
-    arg = _argument(call)
-    count_name = f"{name}__n"
+    arg = call_argument(call)
+    count_name = name + COUNT_SUFFIX
     signed_count = _nonnull_count(arg, True)
     count = PartialColumn(
         Field(count_name, "bigint", True), _nonnull_count(arg, False), signed_count, exp.Sum(this=col(count_name)),
@@ -97,8 +88,8 @@ def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> 
         return [count]
     assert arg is not None, f"{fn} needs an argument"
     if fn in ("sum", "avg"):
-        sum_name = f"{name}__sum"
-        sum_type = _sum_type(call, input_schema)
+        sum_name = name + SUM_SUFFIX
+        sum_type = partial_sum_type(call)
         decimal = sum_type.startswith("decimal")
         plain = arg.copy() if decimal or fn == "sum" else exp.cast(arg.copy(), sum_type)  # AVG sums doubles
         signed = _signed(plain, sum_type)
@@ -109,13 +100,10 @@ def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> 
 
         return [PartialColumn(Field(sum_name, sum_type, True), total(plain), total(signed), total(col(sum_name)),
                               exp.cast(signed.copy(), sum_type)), count]
-    value_name = f"{name}__v"
+    value_name = name + VALUE_SUFFIX
     agg = exp.Min if fn == "min" else exp.Max
     return [PartialColumn(Field(value_name, call.field.type, True), agg(this=arg.copy()), agg(this=arg.copy()), agg(this=col(value_name)),
                           exp.cast(arg.copy(), call.field.type))]
-
-
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 
 
 def _signed(value: exp.Expr, sum_type: str) -> exp.Expr:
@@ -134,36 +122,6 @@ def _signed(value: exp.Expr, sum_type: str) -> exp.Expr:
     ], default=exp.cast(product, sum_type))
 
 
-def _sum_type(call: AggregateCall, input_schema: Schema | None) -> str:
-    if call.function == "sum":
-        return call.field.type
-    match = _DECIMAL.fullmatch(call.field.type)
-    if match:  # AVG(decimal(p, s)) is decimal(p + 4, s + 4); Spark sums it as decimal(p + 10, s)
-        p, s = int(match.group(1)) - 4, int(match.group(2)) - 4
-        return f"decimal({min(p + 10, 38)},{s})"
-    return "double"
-
-
-def finalize(call: AggregateCall, input_schema: Schema | None = None) -> exp.Expr:
-    """The aggregate's value from its partial-state columns."""
-    name = call.field.name
-    n = col(f"{name}__n")
-    fn = call.function
-    if fn == "count":
-        return exp.cast(exp.Coalesce(this=n, expressions=[exp.Literal.number(0)]), call.field.type)
-    if fn in ("min", "max"):
-        return col(f"{name}__v")
-    total = col(f"{name}__sum")
-    positive = exp.GT(this=exp.Coalesce(this=n.copy(), expressions=[exp.Literal.number(0)]), expression=exp.Literal.number(0))
-    if fn == "sum":
-        value: exp.Expr = exp.cast(total, call.field.type)
-    else:
-        sum_type = _sum_type(call, input_schema)
-        divisor = exp.cast(n.copy(), "decimal(20,0)") if sum_type.startswith("decimal") else exp.cast(n.copy(), "double")
-        value = exp.cast(exp.Div(this=exp.cast(total, sum_type), expression=divisor), call.field.type)
-    return exp.If(this=positive, true=value, false=exp.cast(exp.Null(), call.field.type))
-
-
 def rows_column(signed: bool) -> exp.Expr:
     return exp.Sum(this=col(MULT)) if signed else exp.Count(this=exp.Star())
 
@@ -178,3 +136,17 @@ def has_partial_states(plan: LogicalPlan) -> bool:
     ``DISTINCT`` call, no ``FILTER``, only the functions this module knows."""
     _, calls = aggregate_parts(plan)
     return all(has_partial_state(c) for c in calls)
+
+
+__all__ = [
+    "ROWS",
+    "ROWS_FIELD",
+    "PartialColumn",
+    "finalize",
+    "has_partial_state",
+    "has_partial_states",
+    "mergeable",
+    "partial_columns",
+    "row_count",
+    "rows_column",
+]
