@@ -79,7 +79,8 @@ def call_argument(call: AggregateCall) -> exp.Expr | None:
 def bag_partials(call: AggregateCall) -> tuple[AggregateCall, ...]:
     """``call``'s partial columns over a bag, as plain aggregate calls named after ``call``
     (a call that is not :func:`decomposable` is refused)."""
-    assert decomposable(call), f"{call.call.sql(dialect='spark')} has no partial state"
+    if not decomposable(call):
+        raise ValueError(f"{call.call.sql(dialect='spark')} has no partial state")
     name, fn, arg = call.field.name, call.function, call_argument(call)
     counted = exp.Count(this=arg.copy() if arg is not None else exp.Star())
     count = AggregateCall(Field(name + COUNT_SUFFIX, "bigint", True), counted)
