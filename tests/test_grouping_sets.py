@@ -239,8 +239,10 @@ def test_every_grouping_set_aggregates_one_pruned_input(text: str, read: set[str
 def test_coarser_sets_aggregate_the_finest_sets_groups(text: str) -> None:
     """Sets with a finest one and decomposable calls cascade: one aggregate reads the pruned
     input, by the finest set's keys, and every coarser set aggregates that aggregate."""
+    from tempura.algebra import Aggregate
+
     aggregates = _aggregates(text)
-    fine = [a for a in aggregates if a.input.__class__.__name__ != "Aggregate"]
+    fine = [a for a in aggregates if not isinstance(a.input, Aggregate)]
     assert len(fine) == 1 and set(fine[0].keys) == {"a", "b"}
     coarser = [a for a in aggregates if a is not fine[0]]
     assert coarser and all(a.input is fine[0] for a in coarser)

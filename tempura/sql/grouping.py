@@ -410,7 +410,7 @@ def _cascaded(
     """Every set's rows from one aggregate of the input by the finest set: that aggregate keeps
     each call's partial states (:func:`bag_partials`); a coarser set merges them by its own
     keys (:func:`merged_partials`), and every set finalizes them. The input is then read and
-    aggregated once, and the coarser sets aggregate the finest set's groups, not its rows."""
+    aggregated once, and the coarser sets aggregate the finest set's groups, not the input's rows."""
     partials = [
         AggregateCall(Field(binder.names.fresh(display), type_, nullable), call.copy())
         for call, (display, type_, nullable) in aggregates.items()

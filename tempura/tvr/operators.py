@@ -243,7 +243,7 @@ class StateAggregate(_ToStates):
         (child,) = inputs
         calls = []
         for call in self.calls:
-            for part in partial_columns(call, self.input.schema):
+            for part in partial_columns(call):
                 calls.append(AggregateCall(part.field, part.from_zset if self.signed else part.from_bag))
         calls.append(AggregateCall(ROWS_FIELD, rows_column(self.signed)))
         return Aggregate(child, self.keys, tuple(calls))
@@ -253,7 +253,7 @@ def state_schema(input_schema: Schema, keys: tuple[str, ...], calls: tuple[Aggre
     """Keys, then each call's partial columns, then the row count."""
     fields: list[Field] = [input_schema.field(k) for k in keys]
     for call in calls:
-        fields.extend(p.field for p in partial_columns(call, input_schema))
+        fields.extend(p.field for p in partial_columns(call))
     fields.append(ROWS_FIELD)
     return Schema(tuple(fields))
 
@@ -275,7 +275,7 @@ class StateRows(_ToStates):
         fields = child.schema
         out = [Projection(fields.field(k), col(k)) for k in self.keys]
         for call in self.calls:
-            out.extend(Projection(part.field, part.from_row) for part in partial_columns(call, self.input.schema))
+            out.extend(Projection(part.field, part.from_row) for part in partial_columns(call))
         out.append(Projection(ROWS_FIELD, row_count()))
         return Project(child, tuple(out))
 

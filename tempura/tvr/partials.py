@@ -32,13 +32,14 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from tempura.algebra import AggregateCall, Field, LogicalPlan, Schema, aggregate_parts, col
+from tempura.algebra import AggregateCall, Field, LogicalPlan, aggregate_parts, col
 from tempura.algebra.decompose import COUNT_SUFFIX, SUM_SUFFIX, VALUE_SUFFIX, decomposable, finalize
 from tempura.algebra.decompose import call_argument, partial_sum_type
 from tempura.tvr.zset import MULT
 
 ROWS = "__rows"
 ROWS_FIELD = Field(ROWS, "bigint", True)
+
 
 @dataclass(frozen=True)
 class PartialColumn:
@@ -73,7 +74,7 @@ def _nonnull_count(arg: exp.Expr | None, signed: bool) -> exp.Expr:
     return exp.Sum(this=exp.If(this=exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())), true=weight, false=exp.Literal.number(0)))
 
 
-def partial_columns(call: AggregateCall, input_schema: Schema | None = None) -> list[PartialColumn]:
+def partial_columns(call: AggregateCall) -> list[PartialColumn]:
     """The partial-state columns of one aggregate call, named after its output field."""
     name = call.field.name
     fn = call.function
