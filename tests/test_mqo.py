@@ -9,7 +9,7 @@ import pytest
 
 from tempura.errors import TempuraError
 from tempura.mqo import BudgetError, Candidate, CostTable, Instance, MqoOptions, Op, greedy, select, solve
-from tempura.mqo.ilp import NoSolver, smallest_budget, solver
+from tempura.mqo.ilp import NoSolver, _Shared, smallest_budget, solver
 from tempura.mqo.instance import keep_times, prune
 from tempura.mqo.synthetic import random_instance
 
@@ -144,9 +144,9 @@ def recomputed_twice() -> Instance:
 
 def kept_for_its_own_time_point(save: float = 6.0, load: float = 1.0) -> Instance:
     """S (10) read by L and R (1 each) at one time point, and S may be kept then and loaded.
-    With the defaults, recomputing it for each costs 22, keeping it 10 + 6 + 2·(1 + 1) = 20. The
-    relaxation pays S once and each further read at S's least way, a load: 10 + 1 + 2 = 13, with
-    nothing kept — a plan that costs 22."""
+    With the defaults, recomputing it for each costs 22, keeping it 10 + 6 + 2·(1 + 1) = 20. S's
+    least way is a load, but of a state of its own time point: only a kept one, so with nothing
+    kept the relaxation prices S's second read at its computation (22), not at the load (13)."""
     inst = Instance(1)
     shared = inst.add_node(1, "S")
     inst.add_op(shared, Op(10.0))
@@ -171,8 +171,38 @@ def test_the_relaxation_proves_the_optimum_or_hands_over_to_the_exact_program() 
     assert exact.program == "relaxation" and exact.optimal and exact.objective == pytest.approx(22.0) and exact.kept == set()
     inst = kept_for_its_own_time_point()
     assert CostTable(inst).objective() == pytest.approx(22.0) and CostTable(inst, {0}).objective() == pytest.approx(20.0)
+    exact = solve(inst)
+    assert exact.program == "relaxation" and exact.optimal and exact.objective == pytest.approx(20.0) and exact.kept == {0}
+    inst = loaded_from_an_earlier_time_point()
+    assert CostTable(inst).objective() == pytest.approx(32.0) and CostTable(inst, {0}).objective() == pytest.approx(30.0)
     exact = solve(inst)  # the relaxation's plan costs more than it says: the run-counting program decides
-    assert exact.program == "flow" and exact.optimal and exact.objective == pytest.approx(20.0) and exact.kept == {0}
+    assert exact.program == "flow" and exact.optimal and exact.objective == pytest.approx(30.0) and exact.kept == {0}
+
+
+def loaded_from_an_earlier_time_point() -> Instance:
+    """S computed at t1 (10) for the first result, and may be kept then (6); at t2 S is computed
+    again (10) or the state loaded (1), and read by L and R (1 each). Keeping nothing costs
+    10 + 2·(10 + 1) = 32; keeping S costs 10 + 10 + 6 at t1 (the result's computation, and the
+    state's) and 2·(1 + 1) at t2: 30. The relaxation pays S once at each time point and prices
+    the second read at t2 at a load, which an earlier time point's state allows whether kept or
+    not: 10 + 6 + 1 + 1 + 2 = 20 for the plan that keeps S, which costs 30."""
+    inst = Instance(2)
+    first = inst.add_node(1, "S@1")
+    inst.add_op(first, Op(10.0))
+    result = inst.add_node(1, "root@1")
+    inst.add_op(result, Op(0.0, (first,)))
+    kept = inst.add_candidate(Candidate(first, 1, 6.0, 10.0))
+    second = inst.add_node(2, "S@2")
+    inst.add_op(second, Op(10.0))
+    inst.add_op(second, Op(1.0, (), kept))
+    left, right = inst.add_node(2, "L"), inst.add_node(2, "R")
+    inst.add_op(left, Op(1.0, (second,)))
+    inst.add_op(right, Op(1.0, (second,)))
+    root = inst.add_node(2, "root@2")
+    inst.add_op(root, Op(0.0, (left, right)))
+    inst.roots = [result, root]
+    inst.validate()
+    return inst
 
 
 def test_the_relaxation_bound_proves_a_known_plan() -> None:
@@ -197,6 +227,27 @@ def test_ilp_is_the_best_of_every_kept_set(seed: int) -> None:
                for mask in range(1 << len(inst.candidates)))
     exact = solve(inst, time_limit=60)
     assert exact.optimal and exact.objective == pytest.approx(best, rel=EPS)
+
+
+def test_the_relaxation_is_a_lower_bound_of_every_kept_set() -> None:
+    """Against brute force, over random instances whose states may be loaded at their own time
+    point (where a state is loaded only if kept) and at later ones: the relaxation's optimum is
+    never above the cheapest plan, and is that plan's cost whenever the relaxation claims it."""
+    checked = tight = 0
+    for seed in range(80):
+        inst = prune(random_instance(300 + seed, k=2 + seed % 4, size=1 + seed % 5, all_times=seed % 2 == 0)).instance
+        if len(inst.candidates) > 12 or not inst.candidates:
+            continue
+        best = min(CostTable(inst, {c for c in range(len(inst.candidates)) if mask >> c & 1}).objective()
+                   for mask in range(1 << len(inst.candidates)))
+        relaxation = _Shared(inst, None, peak=False, upper=best)
+        relaxation.solve(60)
+        assert relaxation.value <= best * (1 + EPS), seed
+        result = solve(inst, time_limit=60)
+        assert result.objective == pytest.approx(best, rel=EPS), seed
+        checked += 1
+        tight += result.program == "relaxation"
+    assert checked >= 20 and tight >= 1, (checked, tight)
 
 
 @pytest.mark.parametrize("seed", range(6))

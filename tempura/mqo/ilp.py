@@ -69,6 +69,7 @@ class IlpResult:
     until: dict[int, int] = field(default_factory=dict)  # under a budget: the last read of each kept state
     program: str = "flow"  # what proved it: the relaxation's plan met its bound ("relaxation"), the known plan did
     # ("bound"), or the exact program
+    gap: float = 0.0  # proven within this share of the optimum (0: proven optimal)
 
 
 class NoSolver(TempuraError):
@@ -96,14 +97,15 @@ def _quiet_highs() -> None:
         os.close(saved)
 
 
-def solver(time_limit: float = DEFAULT_TIME_LIMIT, preferred: tuple[str, ...] = SOLVERS) -> Any:
-    """The first available solver of ``preferred``, exact to the optimum (no relative gap)."""
+def solver(time_limit: float = DEFAULT_TIME_LIMIT, preferred: tuple[str, ...] = SOLVERS, gap: float = 0.0) -> Any:
+    """The first available solver of ``preferred``, exact to the optimum (no relative gap), or
+    stopping within ``gap`` of it."""
     for name in preferred:
         if name == "HiGHS":
             _quiet_highs()
-            candidate = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=PROOF_TOLERANCE / 10, gapAbs=0.0, threads=1)
+            candidate = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=max(PROOF_TOLERANCE / 10, gap), gapAbs=0.0, threads=1)
         elif name in ("COIN_CMD", "PULP_CBC_CMD") and hasattr(pulp, name):
-            candidate = getattr(pulp, name)(msg=False, timeLimit=time_limit, gapRel=0.0)
+            candidate = getattr(pulp, name)(msg=False, timeLimit=time_limit, gapRel=gap)
         else:
             continue
         if candidate.available():
@@ -122,6 +124,26 @@ def _least_runs(inst: Instance) -> list[list[float]]:
             out[node].append(least)
             lower[node] = min(lower[node], least)
     return out
+
+
+def _least_unkept(inst: Instance) -> tuple[list[float], list[set[int]]]:
+    """For each node, the least one run of it costs when no state of its own time point is kept,
+    and those states: its least way and its inputs', loads only of earlier time points' states
+    (``inf`` if it has no such way). A state is loaded at its own time point only if kept, so
+    while none of the states returned for a node is kept, every run of the node costs at least
+    the first value."""
+    least = [math.inf] * inst.size
+    same: list[set[int]] = [set() for _ in range(inst.size)]
+    for node in inst.order:
+        for op in inst.ops[node]:
+            if op.is_load and inst.candidates[op.candidate].time == inst.times[node]:
+                same[node].add(op.candidate)
+                continue
+            cost = op.cost if op.is_load else op.cost + sum(least[c] for c in op.children)
+            for child in set(op.children):
+                same[node] |= same[child]
+            least[node] = min(least[node], cost)
+    return least, same
 
 
 class _Program:
@@ -176,9 +198,9 @@ class _Program:
         """The solution's objective in the instance's units."""
         return (pulp.value(self.problem.objective) or 0.0) * self.scale
 
-    def solve(self, time_limit: float) -> tuple[str, bool, str, float]:
+    def solve(self, time_limit: float, gap: float = 0.0) -> tuple[str, bool, str, float]:
         started = time.perf_counter()
-        chosen = solver(time_limit)
+        chosen = solver(time_limit, gap=gap)
         self.problem.solve(chosen)
         seconds = time.perf_counter() - started
         status = pulp.LpStatus[self.problem.status]
@@ -321,11 +343,19 @@ class _Shared(_Program):
         node's least way (``lower``: its own cost and its inputs' at their least, or a load). So
         the reads cost ``(R - 1)·lower`` beyond the way paid, and ``R·lower`` when the node's own
         time point keeps it, since the kept state's computation is then not one of the reads.
-        Both are lower bounds of the exact program's cost (a child's reads count the node once,
-        and its extra obtainings are in the node's ``lower``), and they close the gap when a node
-        read twice in one time point is kept, or recomputed by its least way."""
+        ``lower`` counts every load as possible; but a state is loaded at its own time point only
+        if kept, so while no such state below the node is kept (:func:`_least_unkept`), each
+        obtaining costs at least ``unkept``, the least way without them: ``(R - 1)·unkept``, less
+        ``(R_max - 1)·(unkept - lower)`` for each of those states kept, which gives back the
+        first bound once any is. All are lower bounds of the exact program's cost (a child's reads
+        count the node once, and its extra obtainings are in the node's ``lower``), and they close
+        the gap when a node read twice in one time point is kept, or recomputed by its least way —
+        without the third, a plan that recomputes a node below one read twice (a join's side, a
+        shuffle) is priced as if the node's own state were loaded there, and the bound falls short
+        by that recomputation."""
         inst, prob = self.instance, self.problem
         lower = [min(costs, default=0.0) for costs in _least_runs(inst)]
+        unkept, same = _least_unkept(inst)
         own = {cand.node: c for c, cand in enumerate(inst.candidates) if cand.time == inst.times[cand.node]}
         extra = []
         for n in range(inst.size):
@@ -338,6 +368,10 @@ class _Shared(_Program):
             more = prob.add_variable(f"rereads_{n}", lowBound=0)
             if most >= 2:
                 prob += more >= weight * (count - 1)
+                if math.isfinite(unkept[n]) and unkept[n] > lower[n] * (1 + 1e-9):
+                    extra_weight = unkept[n] / self.scale - weight
+                    prob += more >= (weight + extra_weight) * (count - 1) - \
+                        extra_weight * (most - 1) * pulp.lpSum(self.keep[c] for c in sorted(same[n]))
             if kept is not None:
                 prob += more >= weight * (count - most * (1 - self.keep[kept]))
             extra.append(more)
@@ -345,8 +379,9 @@ class _Shared(_Program):
 
 
 def solve(instance: Instance, budget: float | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
-          upper: float | None = None, known: set[int] | None = None) -> IlpResult:
-    """The cheapest kept set (within ``budget`` bytes kept at once, if given).
+          upper: float | None = None, known: set[int] | None = None, gap: float = 0.0) -> IlpResult:
+    """The cheapest kept set (within ``budget`` bytes kept at once, if given), or with ``gap``
+    one proven within that share of the cheapest (``optimal`` then means that).
 
     The relaxation (:class:`_Shared`) is solved first. Its optimum is a lower bound: when the plan
     it picks costs as much under recompute-per-use, that plan is optimal; when ``upper`` — the
@@ -355,6 +390,7 @@ def solve(instance: Instance, budget: float | None = None, time_limit: float = D
     the time left, bounded by the better of the relaxation's plan and ``upper``, which bounds how
     often any op can run in a plan at least as cheap."""
     started = time.perf_counter()
+    tolerance = max(PROOF_TOLERANCE, gap)
     shared = _Shared(instance, budget, peak=False, upper=upper)
     status, optimal, name, _ = shared.solve(time_limit)
     if status in ("Infeasible", "No solution"):  # the relaxation has no plan: neither has the exact program
@@ -362,23 +398,23 @@ def solve(instance: Instance, budget: float | None = None, time_limit: float = D
                          shared.problem.numVariables(), shared.problem.numConstraints())
     kept, until = shared.kept(), shared.until()
     objective = CostTable(instance, kept, until).objective()
-    if optimal and objective <= shared.value * (1 + PROOF_TOLERANCE) + 1e-12:
+    if optimal and objective <= shared.value * (1 + tolerance) + 1e-12 and (upper is None or objective <= upper):
         return IlpResult(kept, objective, True, "Optimal", name, time.perf_counter() - started, shared.binaries,
-                         shared.problem.numVariables(), shared.problem.numConstraints(), until, "relaxation")
-    if optimal and known is not None and upper is not None and upper <= shared.value * (1 + PROOF_TOLERANCE) + 1e-12:
+                         shared.problem.numVariables(), shared.problem.numConstraints(), until, "relaxation", gap)
+    if optimal and known is not None and upper is not None and upper <= shared.value * (1 + tolerance) + 1e-12:
         return IlpResult(set(known), upper, True, "Optimal", name, time.perf_counter() - started, shared.binaries,
-                         shared.problem.numVariables(), shared.problem.numConstraints(), {}, "bound")
+                         shared.problem.numVariables(), shared.problem.numConstraints(), {}, "bound", gap)
     bound = objective if upper is None else min(upper, objective)
     left = time_limit - (time.perf_counter() - started)
     flow = _Flow(instance, budget, peak=False, upper=bound)
-    status, optimal, name, _ = flow.solve(max(left, 0.1))
+    status, optimal, name, _ = flow.solve(max(left, 0.1), gap)
     if status not in ("Infeasible", "No solution"):
         flow_kept, flow_until = flow.kept(), flow.until()
         flow_objective = CostTable(instance, flow_kept, flow_until).objective()
         if flow_objective <= objective or optimal:
             kept, until, objective = flow_kept, flow_until, flow_objective
     return IlpResult(kept, objective, optimal, "Optimal" if optimal else "Time limit", name, time.perf_counter() - started,
-                     flow.binaries, flow.problem.numVariables(), flow.problem.numConstraints(), until, "flow")
+                     flow.binaries, flow.problem.numVariables(), flow.problem.numConstraints(), until, "flow", gap)
 
 
 def smallest_budget(instance: Instance, time_limit: float = DEFAULT_TIME_LIMIT) -> tuple[float, bool]:

@@ -28,6 +28,7 @@ SELECTORS = ("auto", "greedy", "ilp", "off")
 DEFAULT_ILP_LIMIT = 200
 DEFAULT_TIME_LIMIT = 10.0
 DEFAULT_PROOF_LIMIT = 1.0
+DEFAULT_PROOF_GAP = 1e-3
 TIE_TOLERANCE = 1e-9  # relative: objectives closer than this are equal
 
 
@@ -42,7 +43,10 @@ class MqoOptions:
     ``time_limit``: seconds the solver may take before its best solution so far is used.
     ``proof_limit``: under ``auto``, when the greedy has a plan, the ILP only improves on it or
     proves it optimal: it gets this many seconds (the greedy's plan is usually optimal already,
-    and proving it can take the solver far longer than finding it)."""
+    and proving it can take the solver far longer than finding it). ``proof_gap``: in that case a
+    plan proven within this share of the optimum stands, as no plan can save more than that: the
+    estimates it rests on are far coarser, and closing the last fraction of a percent is where
+    the solver spends its time."""
 
     selector: str = "auto"
     ilp_limit: int = DEFAULT_ILP_LIMIT
@@ -50,12 +54,15 @@ class MqoOptions:
     check: bool = False
     time_limit: float = DEFAULT_TIME_LIMIT
     proof_limit: float = DEFAULT_PROOF_LIMIT
+    proof_gap: float = DEFAULT_PROOF_GAP
 
     def __post_init__(self) -> None:
         if self.selector not in SELECTORS:
             raise TempuraError(f"unknown state selector '{self.selector}' (known: {', '.join(SELECTORS)})")
         if self.ilp_limit < 0:
             raise TempuraError("the ILP's limit on binary variables must not be negative")
+        if not 0 <= self.proof_gap < 1:
+            raise TempuraError("the proof gap is a share of the optimum, at least 0 and below 1")
         if self.budget is not None and self.budget < 0:
             raise TempuraError("a state budget must not be negative")
 
@@ -77,7 +84,8 @@ class Selection:
 
     @property
     def gap(self) -> float | None:
-        """The greedy's objective over the ILP's proven optimum (1.0: the greedy is optimal)."""
+        """The greedy's objective over the ILP's proven optimum, or the plan proven within the
+        proof gap of it (1.0: the greedy is optimal, or as good as proven)."""
         if self.greedy is None or self.ilp is None or not self.ilp.optimal or not math.isfinite(self.ilp.objective):
             return None
         if self.ilp.objective <= 0:
@@ -101,7 +109,7 @@ class Selection:
         if self.ilp is not None:
             i = self.ilp
             out["ilp"] = {"objective": i.objective, "seconds": i.seconds, "optimal": i.optimal,
-                          "status": i.status, "solver": i.solver, "binaries": i.binaries}
+                          "status": i.status, "solver": i.solver, "binaries": i.binaries, "gap": i.gap}
         if self.gap is not None:
             out["greedy_gap"] = self.gap
         return out
@@ -120,10 +128,10 @@ def select(instance: Instance, start: Iterable[int] = (), options: MqoOptions = 
     small = instance.binaries() <= options.ilp_limit
     as_selector = options.selector == "ilp" or (options.selector == "auto" and small) or found is None
     upper = found.objective if found is not None else None
-    limit = options.time_limit
+    limit, gap = options.time_limit, 0.0
     if options.selector == "auto" and found is not None and not options.check:
-        limit = min(limit, options.proof_limit)
-    solved = ilp.solve(instance, budget, limit, upper, found.kept if found else None) if as_selector or options.check else None
+        limit, gap = min(limit, options.proof_limit), options.proof_gap
+    solved = ilp.solve(instance, budget, limit, upper, found.kept if found else None, gap) if as_selector or options.check else None
     if solved is not None and not math.isfinite(solved.objective):
         solved = None  # infeasible, or no solution within the time limit
     if found is None and solved is None:
