@@ -55,6 +55,15 @@ class LogicalPlan:
     def schema(self) -> Schema:
         return self._derive_schema()
 
+    def remembered(self, name: str, compute: Callable[[], str]) -> str:
+        """A text derived from this operator alone, computed once: operators are immutable, and
+        printing their expressions as SQL (sqlglot copies a tree to print it) is what planning
+        would otherwise repeat for every time point and property a memo group is asked for."""
+        known = self.__dict__.get(name)
+        if known is None:
+            known = self.__dict__[name] = compute()
+        return known
+
     def _derive_schema(self) -> Schema:
         raise NotImplementedError
 
@@ -212,7 +221,7 @@ class Filter(Unary):
     condition: exp.Expr
 
     def details(self) -> str:
-        return self.condition.sql(dialect="spark")
+        return self.remembered("_details", lambda: self.condition.sql(dialect="spark"))
 
 
 @hash_once
@@ -239,11 +248,9 @@ class Project(Unary):
         return Schema(tuple(p.field for p in self.projections))
 
     def details(self) -> str:
-        parts = [
+        return self.remembered("_details", lambda: "[" + ", ".join(
             p.field.name if p.is_passthrough else f"{p.field.name} := {p.expression.sql(dialect='spark')}"
-            for p in self.projections
-        ]
-        return "[" + ", ".join(parts) + "]"
+            for p in self.projections) + "]")
 
 
 class JoinKind(enum.Enum):
@@ -287,8 +294,8 @@ class Join(Binary):
         return left + right
 
     def details(self) -> str:
-        cond = f" ON {self.condition.sql(dialect='spark')}" if self.condition is not None else ""
-        return f"{self.kind.value}{cond}"
+        return self.remembered("_details", lambda: self.kind.value + (
+            f" ON {self.condition.sql(dialect='spark')}" if self.condition is not None else ""))
 
 
 @hash_once
@@ -330,8 +337,8 @@ class Aggregate(Unary):
         return grouped_schema(self.input.schema, self.keys, self.calls)
 
     def details(self) -> str:
-        calls = ", ".join(f"{c.field.name} := {c.call.sql(dialect='spark')}" for c in self.calls)
-        return f"keys=[{', '.join(self.keys)}] calls=[{calls}]"
+        return self.remembered("_details", lambda: f"keys=[{', '.join(self.keys)}] calls=["
+                               + ", ".join(f"{c.field.name} := {c.call.sql(dialect='spark')}" for c in self.calls) + "]")
 
 
 @dataclass(frozen=True, eq=False)

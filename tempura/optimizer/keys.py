@@ -136,8 +136,11 @@ def _payload(expr: LogicalPlan) -> str:
             return type(value).__name__ + "(" + ",".join(text(getattr(value, f.name)) for f in dataclasses.fields(value)) + ")"
         return repr(value)
 
-    own: list[str] = [text(getattr(expr, f.name)) for f in dataclasses.fields(expr)] if dataclasses.is_dataclass(expr) else []
-    return f"{expr.details()}|{';'.join(own)}"
+    def printed() -> str:
+        own = [text(getattr(expr, f.name)) for f in dataclasses.fields(expr)] if dataclasses.is_dataclass(expr) else []
+        return f"{expr.details()}|{';'.join(own)}"
+
+    return expr.remembered("_state_payload", printed)
 
 
 def state_keys(memo: Memo, forms: dict[tuple[int, Form], int], signatures: dict[int, str]) -> dict[int, str]:

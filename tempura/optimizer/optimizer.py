@@ -26,7 +26,7 @@ from tempura.memo import SearchReport, Trace
 from tempura.mqo import Instance, MqoOptions
 from tempura.optimizer.keys import Resume
 from tempura.optimizer.phases import ONE_OFF, PHASES, STANDING, Planning, Standing, instance
-from tempura.optimizer.pipeline import PhaseRecord
+from tempura.optimizer.pipeline import PhaseRecord, gc_paused
 from tempura.optimizer.plans import PlannedQuery
 from tempura.rules.logical.reorder import DP_LIMIT
 from tempura.rules.physical.aggregate import partial_aggregate_stats
@@ -133,7 +133,16 @@ class Optimizer:
         kept states are chosen (:mod:`tempura.mqo`). ``resume`` re-plans a cycle whose first time
         points are committed: the plan runs from ``resume.floor`` on, delivers only from there,
         and may read the committed states at the cost of a read. ``disabled`` names rules and
-        phases (``copy``, ``select-states``, …) to leave out."""
+        phases (``copy``, ``select-states``, …) to leave out.
+
+        The garbage collector stays paused until the planning is dropped (:func:`gc_paused`): the
+        collection that follows then frees the memo, rather than finding it still referenced and
+        moving its objects to an older generation, whose collection later scans them all again."""
+        with gc_paused():
+            return self._plan_standing(query, sql, time_points, objective, method, disabled, output, mqo, resume)
+
+    def _plan_standing(self, query: Query, sql: str, time_points: TimePoints, objective: Objective, method: str,
+                       disabled: Iterable[str], output: str, mqo: MqoOptions | None, resume: Resume | None) -> MultiTimePlan:
         planning = self._standing(query, sql, time_points, objective, method, disabled, output, mqo, resume)
         phases = STANDING.run(planning, planning.off)
         plan = planning.result
