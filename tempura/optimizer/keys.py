@@ -137,7 +137,7 @@ def _payload(expr: LogicalPlan) -> str:
         return repr(value)
 
     def printed() -> str:
-        own = [text(getattr(expr, f.name)) for f in dataclasses.fields(expr)] if dataclasses.is_dataclass(expr) else []
+        own: list[str] = [text(getattr(expr, f.name)) for f in dataclasses.fields(expr)] if dataclasses.is_dataclass(expr) else []
         return f"{expr.details()}|{';'.join(own)}"
 
     return expr.remembered("_state_payload", printed)
