@@ -12,6 +12,7 @@ from typing import Callable, ContextManager, Literal, Protocol
 from sqlglot import exp
 
 from tempura.algebra import LogicalPlan
+from tempura.algebra.decompose import decimal_shape
 from tempura.algebra.schema import UNKNOWN_TYPE
 from tempura.errors import BindError
 from tempura.sql.names import NameAllocator
@@ -204,8 +205,7 @@ def aggregate_type(call: exp.Expr) -> str:
     argument = inner.this.this if isinstance(inner.this, exp.Distinct) else inner.this
     arg_type = spark_type(argument)
     if arg_type.startswith("decimal"):
-        inside = arg_type[arg_type.index("(") + 1 : -1] if "(" in arg_type else "10,0"
-        p, s = (int(x) for x in inside.split(","))
+        p, s = decimal_shape(arg_type) or (10, 0)  # a bare ``decimal`` is decimal(10,0)
         if isinstance(inner, exp.Sum):
             return f"decimal({min(38, p + 10)},{s})"
         return f"decimal({min(38, p + 4)},{min(38, s + 4)})"
