@@ -205,6 +205,20 @@ def loaded_from_an_earlier_time_point() -> Instance:
     return inst
 
 
+def test_a_proof_gap_lets_a_known_plan_within_it_stand() -> None:
+    """The known plan keeps S (30); the relaxation's bound is below it, and only the run-counting
+    program proves it exactly. Within a gap that covers the distance, the bound proves it
+    instead, the result saying which gap it was proven to; a gap too small still hands over."""
+    inst = loaded_from_an_earlier_time_point()
+    exact = solve(inst, upper=30.0, known={0})
+    assert exact.program == "flow" and exact.gap == 0.0 and exact.objective == pytest.approx(30.0)
+    loose = solve(inst, upper=30.0, known={0}, gap=0.6)
+    assert loose.program == "bound" and loose.optimal and loose.gap == 0.6
+    assert loose.kept == {0} and loose.objective == pytest.approx(30.0)
+    tight = solve(inst, upper=30.0, known={0}, gap=0.001)
+    assert tight.program == "flow" and tight.optimal and tight.objective == pytest.approx(30.0)
+
+
 def test_the_relaxation_bound_proves_a_known_plan() -> None:
     """S read twice at one time point, kept for free (save and load cost nothing): keeping it
     costs 10 + 2 = 12, and the relaxation values its plan that keeps nothing at 12 too, though
@@ -326,6 +340,8 @@ def test_malformed_instances_and_options_are_refused() -> None:
         inst.validate()
     with pytest.raises(TempuraError, match="unknown state selector"):
         MqoOptions(selector="magic")
+    with pytest.raises(TempuraError, match="proof gap"):
+        MqoOptions(proof_gap=1.0)
     with pytest.raises(NoSolver, match="install highspy"):
         solver(preferred=("no-such-solver",))
 
