@@ -43,6 +43,7 @@ def run_scenario(spark: SparkSession, name: str, methods: Sequence[str], workdir
         # the first cycle over new data pays for reading it cold: no method should be charged
         StandingQuery(spec, workdir / "warm-up", spark).simulate("batch")
     runs = []
+    references = StandingQuery(spec, workdir, spark).references()  # each snapshot's spark.sql once
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(name, total=len(methods))
         # auto runs last: its plan is one the forced methods' plans share shapes with, so none
@@ -52,7 +53,8 @@ def run_scenario(spark: SparkSession, name: str, methods: Sequence[str], workdir
                 progress.update(task, description=f"{name} [{method}] {what}")
 
             try:
-                runs.append(StandingQuery(spec, workdir, spark, progress=show).simulate(method, check=True))
+                query = StandingQuery(spec, workdir, spark, progress=show)
+                runs.append(query.simulate(method, check=True, references=references))
             except TempuraError as error:
                 console.print(f"[yellow]{name} [{method}]: no run: {error}[/yellow]")
             progress.advance(task)

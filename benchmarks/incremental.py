@@ -23,8 +23,8 @@ its garbage before each measured run.
 Measured per time point: executor CPU seconds (Spark's status store) and wall seconds, taken as
 medians over the repetitions; the objective is the spec's weights applied to the median CPU per
 time point. Every delivered result of every run is checked against ``spark.sql`` over that time
-point's snapshot (:func:`tempura.scheduler.reference.reference`); a contender that delivers a
-wrong result is marked, and left out of the ratios.
+point's snapshot (:func:`tempura.scheduler.reference.reference`, computed once per time point for
+all contenders); a contender that delivers a wrong result is marked, and left out of the ratios.
 
 Where ``auto``'s plan runs the same fragments as another contender's (equal
 :func:`~tempura.scheduler.simulation.plan_digest`), the verdict says so (``same_plan_as``): the
@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from benchmarks.charts import colour, time_point_axis
 from benchmarks.rounds import round_order, settle
-from tempura.runtime import compare_results, spark_rows
-from tempura.scheduler.reference import reference
+from tempura.runtime import compare_results
+from tempura.scheduler.reference import References
 from tempura.scheduler.runner import PointResult
 from tempura.scheduler.spec import Spec
 from tempura.standing import StandingQuery
@@ -163,8 +163,9 @@ def selected_bytes(results: Sequence[PointResult]) -> tuple[list[float], list[fl
     return read, bound
 
 
-def _tempura(spark: SparkSession, spec: Spec, method: str, workdir: Path, contender: Contender) -> Attempt:
-    run = StandingQuery(spec, workdir, spark).simulate(method, check=True)
+def _tempura(spark: SparkSession, spec: Spec, method: str, workdir: Path, contender: Contender,
+             references: References) -> Attempt:
+    run = StandingQuery(spec, workdir, spark).simulate(method, check=True, references=references)
     contender.uses = run.uses
     contender.plans.add(run.plan_digest)
     contender.last_plans.add(run.last_digest)
@@ -174,7 +175,7 @@ def _tempura(spark: SparkSession, spec: Spec, method: str, workdir: Path, conten
                    read, bound)
 
 
-def _native(spark: SparkSession, spec: Spec, workdir: Path) -> Attempt:
+def _native(spark: SparkSession, spec: Spec, workdir: Path, references: References) -> Attempt:
     from benchmarks.native_streaming import NativeStreaming
 
     native = NativeStreaming(spark, spec, workdir / "native" / spec.name)
@@ -185,7 +186,7 @@ def _native(spark: SparkSession, spec: Spec, workdir: Path) -> Attempt:
     for point in points:
         if point.index not in cycle.time_points.deliver:
             continue
-        expected = spark_rows(reference(spark, spec, cycle, point.index))
+        expected = references.at(spec, cycle, point.index).rows
         outcome = compare_results(expected, [tuple(r) for r in point.read(spark).collect()])
         if not outcome.equal:
             wrong.append(f"t{point.index}: {outcome.reason}")
@@ -214,16 +215,17 @@ def run_scenario(spark: SparkSession, spec: Spec, workdir: Path, repeat: int,
             found[FLOOR].unsupported = str(error)
             log(f"{spec.name}: floor unsupported: {error}")
     runnable = [c for c in contenders if found[c].unsupported is None]
+    references = References(spark, spec)  # each time point's spark.sql once, for every contender
 
     def attempt_of(name: str) -> Attempt:
         if name == "spark-streaming":
-            return _native(spark, spec, workdir)
+            return _native(spark, spec, workdir, references)
         if name == FLOOR:
             assert floor is not None
             work = floor.measure(FLOOR)
             before = [0.0] * (floor.k - 1)
             return Attempt(before + [work.cpu_seconds], before + [work.wall_seconds], True)
-        return _tempura(spark, spec, name, workdir, found[name])
+        return _tempura(spark, spec, name, workdir, found[name], references)
 
     if warmup:
         for name in runnable:

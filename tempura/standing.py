@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from tempura.runtime.lock import Holder
     from tempura.scheduler.check import JobReport
+    from tempura.scheduler.reference import References
     from tempura.scheduler.runner import PointResult, Runner
     from tempura.scheduler.simulation import MethodRun
     from tempura.tvr.plan import MultiTimePlan
@@ -307,14 +308,25 @@ class StandingQuery:
         """Run each time point when the clock reaches it, until the schedule ends."""
         self.runner(method, wait=wait).daemon()
 
-    def simulate(self, method: str = "auto", *, check: bool = False) -> MethodRun:
+    def simulate(self, method: str = "auto", *, check: bool = False, references: References | None = None
+                 ) -> MethodRun:
         """Run cycle 0 now, afresh, replaying the data's arrival: each time point lands exactly
         its interval's rows. Deliveries go to the simulation's folder under the job, never to
-        the spec's output. ``check``: compare each delivery with ``spark.sql`` on its snapshot."""
+        the spec's output. ``check``: compare each delivery with ``spark.sql`` on its snapshot;
+        ``references``: those snapshots' results, kept across simulations of this spec (e.g.
+        one per method) while its sources do not change."""
         from tempura.scheduler.simulation import simulate
 
         _choice("method", method, METHODS)
-        return simulate(self.spark, self.spec, method, self.workdir, check=check, progress=self.progress)
+        return simulate(self.spark, self.spec, method, self.workdir, check=check, progress=self.progress,
+                        references=references)
+
+    def references(self) -> References:
+        """An empty store of this query's reference results, to pass to several
+        :meth:`simulate` calls (each snapshot's ``spark.sql`` then runs once for all)."""
+        from tempura.scheduler.reference import References
+
+        return References(self.spark, self.spec)
 
     def repair(self, first: int | None = None, cycle: str | None = None, method: str = "auto",
                wait: float = 0.0) -> RunOutcome:

@@ -24,6 +24,7 @@ from tempura.optimizer.layouts import find_probes, interval_gain
 from tempura.runtime.layout import PrunedRead, Pruning, probe_buckets, select_buckets, write_laid_out
 from tempura.scheduler.calibration import MIN_OWN
 from tempura.scheduler.history import history_at
+from tempura.scheduler.reference import References
 from tempura.standing import METHODS, StandingQuery
 from tempura.stats.relation import RelStats
 from tempura.tvr.layout import BUCKET, Layout, Probe, leaves, pruned, touched
@@ -148,11 +149,19 @@ def price_watch(fast_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return prepared_scenario(fast_spark, "price_watch", tmp_path_factory.mktemp("pw"), 0.05)
 
 
+@pytest.fixture(scope="module")
+def price_watch_references(fast_spark: Any, price_watch: Path, tmp_path_factory: pytest.TempPathFactory
+                           ) -> References:
+    """The scenario's reference results, computed once for every method's run."""
+    return StandingQuery(price_watch, tmp_path_factory.mktemp("pw-references"), spark=fast_spark).references()
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_delivers_the_reference_over_laid_out_landings(fast_spark: Any, price_watch: Path,
+                                                                   price_watch_references: References,
                                                                    tmp_path: Path, method: str) -> None:
     query = StandingQuery(price_watch, tmp_path / "work", spark=fast_spark)
-    run = query.simulate(method, check=True)
+    run = query.simulate(method, check=True, references=price_watch_references)
     assert all(p.correct for p in run.points), [p.detail for p in run.points]
     plan = run.results[0].plan
     assert plan is not None

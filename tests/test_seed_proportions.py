@@ -11,6 +11,7 @@ import pytest
 
 from scenarios import prepared_scenario
 from tempura.scheduler import load_spec
+from tempura.scheduler.reference import References
 from tempura.scheduler.simulation import simulate
 from tempura.standing import METHODS
 
@@ -24,6 +25,12 @@ def spec_path(fast_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path
     path = prepared_scenario(fast_spark, "sales_returns_seed", tmp_path_factory.mktemp("seed"), SCALE)
     path.write_text(path.read_text().replace("deliver: last", "deliver: every"))
     return path
+
+
+@pytest.fixture(scope="module")
+def references(fast_spark: Any, spec_path: Path) -> References:
+    """The reference results, computed once for every method's run."""
+    return References(fast_spark, load_spec(spec_path))
 
 
 def test_the_data_has_the_seeds_proportions(fast_spark: Any, spec_path: Path) -> None:
@@ -47,8 +54,8 @@ def test_the_data_has_the_seeds_proportions(fast_spark: Any, spec_path: Path) ->
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_delivers_the_reference_at_both_time_points(method: str, fast_spark: Any, spec_path: Path,
-                                                                 tmp_path: Path) -> None:
-    run = simulate(fast_spark, load_spec(spec_path), method, tmp_path)
+                                                                 references: References, tmp_path: Path) -> None:
+    run = simulate(fast_spark, load_spec(spec_path), method, tmp_path, references=references)
     assert [p.index for p in run.points] == [1, 2] and all(p.delivered for p in run.points)
     assert run.correct, [(p.index, p.detail) for p in run.points if not p.correct]
 

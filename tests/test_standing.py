@@ -142,3 +142,25 @@ def test_a_project_runs_spec_by_spec_and_a_bad_one_does_not_stop_the_others(job:
                                          "--workdir", workdir, "--format", "json"])
     assert selected.exit_code == 0, selected.output
     assert [r["time_index"] for r in json.loads(selected.stdout)["runs"]] == [1, 2, 3, 4]
+
+
+def test_references_are_computed_once_and_kept_for_their_spec_alone(fast_spark: Any, tmp_path: Path) -> None:
+    """A ``References`` store runs a time point's ``spark.sql`` once and hands out the same rows
+    after; a spec loaded again from the same file shares it, one of another query is refused."""
+    from scenarios import prepared_scenario
+    from tempura.scheduler import load_spec
+
+    path = prepared_scenario(fast_spark, "sales_returns", tmp_path / "scenario", 0.002)
+    query = tempura.StandingQuery(path, tmp_path / "work", spark=fast_spark)
+    references = query.references()
+    cycle = query.spec.cycle(0)
+    assert cycle is not None
+    first = references.at(query.spec, cycle, 2)
+    assert first.rows and first.schema.fieldNames() == fast_spark.sql(query.spec.sql).columns
+    again = references.at(load_spec(path), cycle, 2)
+    assert again is first
+    assert references.at(query.spec, cycle, 1).rows != first.rows
+    other = path.with_name("other.yaml")
+    other.write_text(path.read_text().replace("name: sales_returns", "name: other_returns"))
+    with pytest.raises(ValueError, match="references kept for spec 'sales_returns' asked for spec 'other_returns'"):
+        references.at(load_spec(other), cycle, 2)

@@ -12,18 +12,26 @@ landing:
   ``t_1``);
 - change data: insertions minus deletions, interval by interval, a deletion of an absent row
   removing nothing under ``deletes: lenient`` (:func:`tempura.runtime.sources.source_snapshot`).
+
+:class:`References` keeps each time point's reference rows once computed, for a caller that checks
+several runs of one spec over sources that do not change meanwhile: a simulation delivering
+changes (each time point's reference and the one before it), a benchmark's contenders, a test's
+methods.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from tempura.runtime.executor import spark_rows
 from tempura.runtime.sources import SourceData, register_snapshots
 from tempura.scheduler.spec import Cycle, Spec
 from tempura.sql.names import quote_identifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 _ALWAYS = "__present"
 
@@ -66,4 +74,32 @@ def reference(spark: SparkSession, spec: Spec, cycle: Cycle, index: int) -> Data
     return spark.sql(text)
 
 
-__all__ = ["as_of", "reference"]
+@dataclass(frozen=True)
+class Owed:
+    """A time point's reference: its rows and their schema."""
+
+    rows: list[tuple[Any, ...]]
+    schema: StructType
+
+
+class References:
+    """The reference of each time point of one spec, computed when first asked for. The sources
+    must not change while it is in use: it is for checking several runs over the same data."""
+
+    def __init__(self, spark: SparkSession, spec: Spec) -> None:
+        self.spark, self.spec = spark, spec
+        self._owed: dict[tuple[str, int], Owed] = {}
+
+    def at(self, spec: Spec, cycle: Cycle, index: int) -> Owed:
+        """The reference of ``spec`` (the one this was made for, or one loaded from the same spec
+        file) as of ``t_index`` of ``cycle``."""
+        if (spec.model, spec.sql, spec.folder) != (self.spec.model, self.spec.sql, self.spec.folder):
+            raise ValueError(f"references kept for spec '{self.spec.name}' asked for spec '{spec.name}'")
+        key = (cycle.label, index)
+        if key not in self._owed:
+            frame = reference(self.spark, spec, cycle, index)
+            self._owed[key] = Owed(spark_rows(frame), frame.schema)
+        return self._owed[key]
+
+
+__all__ = ["Owed", "References", "as_of", "reference"]

@@ -21,10 +21,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from tempura.runtime import compare_results, spark_rows
+from tempura.runtime import compare_results
 from tempura.runtime.outputs import SELF_DESCRIBING, read_output
 from tempura.runtime.storage import Location
-from tempura.scheduler.reference import reference
+from tempura.scheduler.reference import References
 from tempura.scheduler.runner import PointResult, Runner
 from tempura.scheduler.spec import Spec
 from tempura.tvr.zset import MULT
@@ -112,17 +112,22 @@ def signed_difference(now: Sequence[tuple[Any, ...]], before: Sequence[tuple[Any
 
 
 def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Location, check: bool = True,
-             progress: Callable[[str, int, int], None] | None = None) -> MethodRun:
+             progress: Callable[[str, int, int], None] | None = None,
+             references: References | None = None) -> MethodRun:
     """Run cycle 0 of ``spec`` under ``method`` from scratch (an earlier simulation of the same
     method in ``workdir`` is deleted first); ``check``: compare every delivered result with
-    :func:`~tempura.scheduler.reference.reference`."""
+    :func:`~tempura.scheduler.reference.reference`, kept in ``references`` (given: shared with
+    other runs over the same sources)."""
     runner = Runner(spec, spark, workdir, method, simulate=True, progress=progress)
     with runner.lock_held():
         runner.clear()
-        return _simulated(spark, spec, method, runner, check)
+        if check and references is None:
+            references = References(spark, spec)
+        return _simulated(spark, spec, method, runner, references if check else None)
 
 
-def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, check: bool) -> MethodRun:
+def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, references: References | None
+               ) -> MethodRun:
     from pyspark.sql.types import LongType, StructField, StructType
 
     cycle = spec.cycle(0)
@@ -138,16 +143,16 @@ def _simulated(spark: SparkSession, spec: Spec, method: str, runner: Runner, che
         point = PointMeasure(result.index, float(info["wall_seconds"]), float(info["cpu_seconds"]),
                              float(info["estimated_seconds"]), len(result.manifest.get("fragments", [])),
                              result.delivered is not None)
-        if check and result.delivered is not None:
-            owed = reference(spark, spec, cycle, result.index)
-            expected = spark_rows(owed)
+        if references is not None and result.delivered is not None:
+            owed = references.at(spec, cycle, result.index)
+            expected = owed.rows
             fmt = runner.output.format if runner.output is not None else "parquet"
             delta = first.output == "delta"
             schema = None if fmt in SELF_DESCRIBING else (
                 StructType([*owed.schema.fields, StructField(MULT, LongType())]) if delta else owed.schema)
             actual = [tuple(r) for r in read_output(spark, result.delivered, fmt, schema).collect()]
             if delta:  # the change since the time point before, as signed rows
-                before = spark_rows(reference(spark, spec, cycle, result.index - 1)) if result.index > 1 else []
+                before = references.at(spec, cycle, result.index - 1).rows if result.index > 1 else []
                 expected, actual = signed_difference(expected, before), consolidated(actual)
             outcome = compare_results(expected, actual)
             point.correct, point.detail = outcome.equal, outcome.reason
