@@ -43,7 +43,7 @@ SELECT w_name, i_name, inv_qty
 FROM inventory JOIN warehouse ON inv_w = w_id JOIN item ON inv_item = i_id
 """
 
-THRESHOLD = CostConstants().broadcast_threshold
+THRESHOLD = CostConstants().broadcast_limit
 
 
 def defaults(table: str, file_bytes: float | None = None) -> TableStats:

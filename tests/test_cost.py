@@ -124,7 +124,7 @@ def test_default_constants_are_the_hive_seed() -> None:
     assert k.dfs_read == 1.5 * lr == 900.0
     assert k.dfs_write == 10 * lw == 6000.0
     assert k.executors == 2 and k.partitions == 4
-    assert k.broadcast_threshold == 10 * 1024 * 1024
+    assert k.broadcast_threshold == 10 * 1024 * 1024 and k.broadcast_limit == 64 * 1024 * 1024
     assert k.cpu_rate_weight == 3600.0
 
 

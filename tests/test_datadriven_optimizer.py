@@ -7,7 +7,7 @@
 - ``trace``: the exploration rules' firings (refusals of cross products included).
 
 Every directive takes ``no-rule=A,B`` (rules to disable) and ``cost=NAME:VALUE,…`` (cost
-constants, e.g. ``cost=broadcast_threshold:20000``). Regenerate with
+constants, e.g. ``cost=broadcast_limit:20000``). Regenerate with
 ``pytest tests/test_datadriven_optimizer.py --rewrite`` and review the diff.
 """
 

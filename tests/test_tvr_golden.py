@@ -136,10 +136,12 @@ def test_streaming_plan_splits_the_outer_join() -> None:
 
 
 def realistic_plans(share_by_t1: float) -> dict[str, Any]:
-    """The summary planned as a warehouse would see it: 10M sales and 1M returns with unique
-    order ids, 20 categories, ``share_by_t1`` of each table arrived by t1, ``deadline`` weights."""
+    """The summary planned as a warehouse would see it: 30M sales and 3M returns with unique
+    order ids, 20 categories, ``share_by_t1`` of each table arrived by t1, ``deadline`` weights.
+    The returns (115 MB as a table) are too large to broadcast whole; the share of them that lands at
+    t2 is not."""
     stats = StatsFile(SCHEMAS)
-    for table, rows in (("sales", 1e7), ("returns", 1e6)):
+    for table, rows in (("sales", 3e7), ("returns", 3e6)):
         default = stats.lookup(table)
         columns = dict(default.columns)
         columns["o_id"] = ColumnStats(kind="string", ndv=rows, nulls=0, unique=True, avg_len=8)

@@ -48,7 +48,8 @@ class CostConstants:
     stage: float = 1e9  # a stage's fixed work: scheduling and launching its tasks (see below)
     executors: int = 2  # copies of a broadcast relation
     partitions: int = 4  # shuffle partitions: partial aggregates emit up to this many rows per group
-    broadcast_threshold: float = 10 * MIB  # Spark's autoBroadcastJoinThreshold
+    broadcast_threshold: float = 10 * MIB  # Spark's autoBroadcastJoinThreshold: what Spark's own planning broadcasts
+    broadcast_limit: float = 64 * MIB  # the largest build side tempura pins a broadcast of (estimate and bound)
     cpu_rate_weight: float = 3600.0  # streaming: CPU per unit of rate vs batch CPU (Beam seed)
     probe_keys: float = 1.0  # a probe's distinct keys as estimated, times this (calibrated from the buckets pruned reads touch)
 
