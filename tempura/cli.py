@@ -473,13 +473,19 @@ def _echo_results(results: list[Any]) -> None:
             continue
         run = r.manifest["run"]
         fell: dict[str, list[str]] = {}  # why -> the fragments that ran another method than the forced one
+        again = []  # fragments run again without join hints that did not fit
         for f in r.manifest["fragments"]:
             if f.get("fallback"):
                 fell.setdefault(f["fallback"], []).append(f"{f['id']} ran {f['method']}")
+            if f.get("broadcast_fallback"):
+                dropped = f["broadcast_fallback"]
+                again.append(f"{f['id']} ran again without {dropped['dropped_join_hints']} join hint(s) after "
+                             f"{dropped['error']}")
         click.echo(f"{r.cycle} t{r.index} ({r.time}): {run['method']}, {len(r.manifest['fragments'])} fragment(s), "
                    f"cpu {run['cpu_seconds']:.2f}s, wall {run['wall_seconds']:.2f}s, {run['rows_landed']} rows landed"
                    + (f", {run['rejected_rows']} late rows rejected" if run["rejected_rows"] else "")
                    + "".join(f"; {', '.join(ran)}, not {run['method']}: {why}" for why, ran in fell.items())
+                   + "".join(f"; {line}" for line in again)
                    + (f"; delivered {r.delivered}" if r.delivered else "")
                    + (f"; {r.reason}" if r.reason else ""))
 

@@ -317,3 +317,38 @@ def test_a_plan_that_fits_runs_once(tiny: Any) -> None:
     actual, fallback = run_with_fallback(planned.query, tiny, planned.hints, rows)
     assert fallback is None and sorted(actual) == [("i0",), ("i1",), ("i2",)]
 
+
+
+def test_a_standing_fragment_whose_broadcast_does_not_fit_runs_again_without_it(
+        fast_spark: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """A time point whose fragment pins a broadcast that Spark refuses (``maxBroadcastTableSize``
+    below the build side's size) runs that fragment again without its broadcast hints: every
+    delivery equals ``spark.sql`` on its snapshot, and the manifest and ``tempura run``'s line
+    say which fragment dropped how many hints, and why."""
+    from scenarios import prepared_scenario
+    from tempura.cli import _echo_results
+    from tempura.standing import StandingQuery
+
+    path = prepared_scenario(fast_spark, "sales_returns", tmp_path / "scenario", 0.002)
+    path.write_text(path.read_text().replace("deliver: last", "deliver: every"))
+    query = StandingQuery(path, tmp_path / "work", spark=fast_spark)
+    assert any(strategy == "BROADCAST" for f in query.plan("batch").plan.fragments for strategy, _ in f.hints.values())
+    settings = {"spark.sql.maxBroadcastTableSize": "1k", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+    before = {key: fast_spark.conf.get(key, None) for key in settings}
+    try:
+        for key, value in settings.items():
+            fast_spark.conf.set(key, value)
+        run = query.simulate("batch", check=True)
+    finally:
+        for key, value in before.items():
+            fast_spark.conf.unset(key) if value is None else fast_spark.conf.set(key, value)
+    assert run.points and all(p.delivered and p.correct for p in run.points), [p.detail for p in run.points]
+    fell = [(r.index, f) for r in run.results for f in r.manifest["fragments"] if f.get("broadcast_fallback")]
+    assert fell, "no fragment ran again"
+    for _, fragment in fell:
+        assert fragment["broadcast_fallback"]["dropped_join_hints"] >= 1
+        assert "Cannot broadcast the table" in fragment["broadcast_fallback"]["error"]
+    _echo_results(run.results)
+    index, fragment = fell[0]
+    line = next(line for line in capsys.readouterr().out.splitlines() if f" t{index} " in line)
+    assert f"{fragment['id']} ran again without {fragment['broadcast_fallback']['dropped_join_hints']} join hint(s)" in line

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tempura.algebra import Query
 from tempura.errors import ExecutionError
-from tempura.runtime.executor import SparkPlanning, execute, spark_error_message
+from tempura.runtime.executor import (BroadcastFallback, SparkPlanning, broadcast_failure_line, execute, fallback_hints,
+                                      is_broadcast_failure, spark_error_message)
 from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import TP, Feed, landing_data
@@ -101,12 +102,15 @@ class FragmentRun:
     pruned: list[PrunedRead] = field(default_factory=list)  # its reads of laid-out landings, pruned by a probe
     estimated_buckets_read: float = 0.0  # the buckets the plan expected them to touch
     probe_keys: float = 1.0  # the factor the plan's key estimates were multiplied by (CostConstants.probe_keys)
+    fallback: BroadcastFallback | None = None  # run again without some join hints: a pinned hash join did not fit
 
     def to_json(self) -> dict[str, Any]:
         out = {"id": self.id, "time": self.time, "method": self.method, "form": self.form, "output": self.output,
                "streaming": self.streaming, "estimated_rows": self.estimated_rows,
                "estimated_seconds": self.estimated_seconds, "estimated_stages": self.estimated_stages,
                "estimated_fixed_seconds": self.estimated_fixed_seconds, **self.metrics.to_json()}
+        if self.fallback is not None:
+            out["broadcast_fallback"] = self.fallback.to_json()
         if self.pruned:
             keyed = [p for p in self.pruned if not p.sliced]  # the buckets a probe's keys touch, what calibration checks
             out.update({"pruned_reads": [p.to_json() for p in self.pruned],
@@ -267,6 +271,7 @@ class DurableExecutor:
         planned = next((s for s in plan.states if s.id == fragment.keeps), None) if fragment.keeps else None
         merge = self._keyed_merge(fragment, planned, saved, probes)
         carried: tuple[SavedState, set[int]] | None = None  # the state merged into, and the buckets rewritten
+        fallback: BroadcastFallback | None = None  # the join hints dropped after a failed attempt
         with self.meter.measure(f"{self.cycle} t{index} {fragment.id}") as metrics:
             probed_states = []  # laid-out states a probe prunes: registered once every view a probe reads is
             for state_id in fragment.states:
@@ -311,14 +316,24 @@ class DurableExecutor:
                     reads.append(prune.read)
             if merge is not None:
                 carried = self._merge_buckets(fragment, merge, saved[merge.state], reads)
-            frame = execute(Query(fragment.plan, tuple(fragment.plan.schema.names)), self.spark, fragment.hints, self.planning)
-            if fragment.keeps is not None:
-                state = self._save(fragment, frame, index, planned.key if planned is not None else "",
-                                   planned.layout if planned is not None else None, carried)
-                saved[state.id] = run.saved[state.id] = state
-                frame = self._read_state(state)
-            if fragment.delivers:
-                run.delivered = self._deliver(plan, frame, index)
+            query = Query(fragment.plan, tuple(fragment.plan.schema.names))
+            attempts = [dict(fragment.hints or {}), *fallback_hints(fragment.hints)]
+            for attempt, hints in enumerate(attempts):
+                try:
+                    frame = execute(query, self.spark, hints, self.planning)
+                    if fragment.keeps is not None:
+                        state = self._save(fragment, frame, index, planned.key if planned is not None else "",
+                                           planned.layout if planned is not None else None, carried)
+                        saved[state.id] = run.saved[state.id] = state
+                        frame = self._read_state(state)
+                    if fragment.delivers:
+                        run.delivered = self._deliver(plan, frame, index)
+                    break
+                except Exception as error:  # a pinned broadcast or hash table that did not fit: run again
+                    if attempt == len(attempts) - 1 or not is_broadcast_failure(error):
+                        raise
+                    fallback = BroadcastFallback(len(attempts[0]) - len(attempts[attempt + 1]),
+                                                 broadcast_failure_line(error))
         if fragment.keeps is not None:
             metrics.rows_out = run.saved[fragment.keeps].rows
         elif fragment.delivers:
@@ -332,7 +347,8 @@ class DurableExecutor:
             expected += touched(layout.buckets, merge.distinct)
         return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
                            fragment.cost.times[index - 1] / 1e9, metrics, fragment.cost.stages,
-                           fragment.cost.stages * plan.constants.stage / 1e9, reads, expected, plan.constants.probe_keys)
+                           fragment.cost.stages * plan.constants.stage / 1e9, reads, expected, plan.constants.probe_keys,
+                           fallback)
 
     def _keyed_merge(self, fragment: Fragment, planned: KeptState | None, saved: Mapping[str, SavedState],
                      probes: Mapping[str, Probe]) -> Merge | None:

@@ -197,18 +197,30 @@ BROADCAST_FAILURES = (
 HASH_JOIN_HINTS = ("BROADCAST", "SHUFFLE_HASH")
 
 
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and the errors it was raised from or while handling (a Spark error that
+    tempura's own one-line error replaced)."""
+    seen: set[int] = set()
+    found: BaseException | None = error
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        yield found
+        found = found.__cause__ or found.__context__
+
+
 def is_broadcast_failure(error: Exception) -> bool:
-    """Whether ``error`` (a Spark error, with its JVM trace) is a broadcast or a hash table that
-    did not fit, at run time."""
-    text = f"{type(error).__name__}: {error}"
-    return any(marker in text for marker in BROADCAST_FAILURES)
+    """Whether ``error`` (a Spark error, with its JVM trace, or an error raised while handling
+    one) is a broadcast or a hash table that did not fit, at run time."""
+    return any(marker in f"{type(e).__name__}: {e}" for e in _chain(error) for marker in BROADCAST_FAILURES)
 
 
 def broadcast_failure_line(error: Exception) -> str:
-    """The line of ``error`` that names the failure (else its first line)."""
-    for line in str(error).splitlines():
-        if any(marker in line for marker in BROADCAST_FAILURES):
-            return line.strip().removeprefix(": ")
+    """The line of ``error`` (or of the error it was raised from) that names the failure (else
+    ``error``'s first line)."""
+    for found in _chain(error):
+        for line in str(found).splitlines():
+            if any(marker in line for marker in BROADCAST_FAILURES):
+                return line.strip().removeprefix(": ")
     return spark_error_message(error)
 
 
@@ -221,6 +233,16 @@ def without_hash_joins(hints: Hints | None) -> dict[LogicalPlan, tuple[str, str]
     """``hints`` without any hash join strategy (broadcast or shuffled): every join left to
     Spark, whose sort-merge joins spill rather than fail."""
     return {plan: hint for plan, hint in (hints or {}).items() if hint[0] not in HASH_JOIN_HINTS}
+
+
+def fallback_hints(hints: Hints | None) -> list[dict[LogicalPlan, tuple[str, str]]]:
+    """What to run a plan with, in turn, after its pinned broadcasts or hash tables did not fit:
+    without the broadcast hints, then without any hash join hint (each only if it drops some)."""
+    attempts: list[dict[LogicalPlan, tuple[str, str]]] = []
+    for kept in (without_broadcasts(hints), without_hash_joins(hints)):
+        if kept != dict(hints or {}) and kept not in attempts:
+            attempts.append(kept)
+    return attempts
 
 
 @dataclass(frozen=True)
@@ -256,10 +278,7 @@ def run_with_fallback(
         if not is_broadcast_failure(error) or without_hash_joins(hints) == dict(hints or {}):
             raise
         failure = broadcast_failure_line(error)
-    attempts: list[dict[LogicalPlan, tuple[str, str]]] = []
-    for kept in (without_broadcasts(hints), without_hash_joins(hints)):
-        if kept != dict(hints or {}) and kept not in attempts:
-            attempts.append(kept)
+    attempts = fallback_hints(hints)
     for i, kept in enumerate(attempts):
         try:
             return action(execute(query, spark, kept, planning)), BroadcastFallback(len(hints or {}) - len(kept), failure)
