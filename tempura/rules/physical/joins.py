@@ -20,10 +20,11 @@ The limit is above Spark's own 10 MiB ``autoBroadcastJoinThreshold`` (``broadcas
 which models Spark's planning) because that threshold guards a guess, and this one a bound: within
 it, the cost decides. At TPC-DS scale 10, a time point's 700,000 returns probing the 2.4 million
 older sales they may reach took a third of the executor CPU broadcast that they took shuffled
-with the sales, and two thirds of the wall time. Joins without
-equi-keys — including the null-aware ``NOT IN`` anti join — run as broadcast nested-loop joins;
-when the build side has no bound under the limit, that join carries no hint, and Spark chooses
-the side (or a cartesian product) by its own sizes.
+with the sales, and two thirds of the wall time.
+
+Joins without equi-keys — including the null-aware ``NOT IN`` anti join — run as broadcast
+nested-loop joins; when the build side has no bound under the limit, that join carries no hint,
+and Spark chooses the side (or a cartesian product) by its own sizes.
 
 Which side builds is the search's choice, by cost. Spark's own planner picks by the nominal
 cost ``0.7·rows + 0.3·size`` of its seed paper (or simply the smaller side); tempura's costs see
