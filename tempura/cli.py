@@ -478,9 +478,9 @@ def _echo_results(results: list[Any]) -> None:
             if f.get("fallback"):
                 fell.setdefault(f["fallback"], []).append(f"{f['id']} ran {f['method']}")
             if f.get("broadcast_fallback"):
-                dropped = f["broadcast_fallback"]
-                again.append(f"{f['id']} ran again without {dropped['dropped_join_hints']} join hint(s) after "
-                             f"{dropped['error']}")
+                fell_back = f["broadcast_fallback"]
+                again.append(f"{f['id']} ran again without {fell_back['dropped_join_hints']} join hint(s) after "
+                             f"{fell_back['error']}")
         click.echo(f"{r.cycle} t{r.index} ({r.time}): {run['method']}, {len(r.manifest['fragments'])} fragment(s), "
                    f"cpu {run['cpu_seconds']:.2f}s, wall {run['wall_seconds']:.2f}s, {run['rows_landed']} rows landed"
                    + (f", {run['rejected_rows']} late rows rejected" if run["rejected_rows"] else "")

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tempura.algebra import Query
 from tempura.errors import ExecutionError
-from tempura.runtime.executor import (BroadcastFallback, SparkPlanning, broadcast_failure_line, execute, fallback_hints,
-                                      is_broadcast_failure, spark_error_message)
+from tempura.runtime.executor import (BroadcastFallback, SparkPlanning, execute, run_with_fallback,
+                                      spark_error_message)
 from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
 from tempura.runtime.ingest import TP, Feed, landing_data
@@ -271,7 +271,6 @@ class DurableExecutor:
         planned = next((s for s in plan.states if s.id == fragment.keeps), None) if fragment.keeps else None
         merge = self._keyed_merge(fragment, planned, saved, probes)
         carried: tuple[SavedState, set[int]] | None = None  # the state merged into, and the buckets rewritten
-        fallback: BroadcastFallback | None = None  # the join hints dropped after a failed attempt
         with self.meter.measure(f"{self.cycle} t{index} {fragment.id}") as metrics:
             probed_states = []  # laid-out states a probe prunes: registered once every view a probe reads is
             for state_id in fragment.states:
@@ -316,24 +315,20 @@ class DurableExecutor:
                     reads.append(prune.read)
             if merge is not None:
                 carried = self._merge_buckets(fragment, merge, saved[merge.state], reads)
-            query = Query(fragment.plan, tuple(fragment.plan.schema.names))
-            attempts = [dict(fragment.hints or {}), *fallback_hints(fragment.hints)]
-            for attempt, hints in enumerate(attempts):
-                try:
-                    frame = execute(query, self.spark, hints, self.planning)
-                    if fragment.keeps is not None:
-                        state = self._save(fragment, frame, index, planned.key if planned is not None else "",
-                                           planned.layout if planned is not None else None, carried)
-                        saved[state.id] = run.saved[state.id] = state
-                        frame = self._read_state(state)
-                    if fragment.delivers:
-                        run.delivered = self._deliver(plan, frame, index)
-                    break
-                except Exception as error:  # a pinned broadcast or hash table that did not fit: run again
-                    if attempt == len(attempts) - 1 or not is_broadcast_failure(error):
-                        raise
-                    fallback = BroadcastFallback(len(attempts[0]) - len(attempts[attempt + 1]),
-                                                 broadcast_failure_line(error))
+
+            def write(frame: DataFrame) -> None:
+                """Save the fragment's state and deliver its result (again, with fewer join hints,
+                when a pinned broadcast or hash table did not fit: nothing is committed yet)."""
+                if fragment.keeps is not None:
+                    state = self._save(fragment, frame, index, planned.key if planned is not None else "",
+                                       planned.layout if planned is not None else None, carried)
+                    saved[state.id] = run.saved[state.id] = state
+                    frame = self._read_state(state)
+                if fragment.delivers:
+                    run.delivered = self._deliver(plan, frame, index)
+
+            _, fallback = run_with_fallback(Query(fragment.plan, tuple(fragment.plan.schema.names)), self.spark,
+                                            fragment.hints, write, self.planning)
         if fragment.keeps is not None:
             metrics.rows_out = run.saved[fragment.keeps].rows
         elif fragment.delivers:

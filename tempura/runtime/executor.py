@@ -235,16 +235,6 @@ def without_hash_joins(hints: Hints | None) -> dict[LogicalPlan, tuple[str, str]
     return {plan: hint for plan, hint in (hints or {}).items() if hint[0] not in HASH_JOIN_HINTS}
 
 
-def fallback_hints(hints: Hints | None) -> list[dict[LogicalPlan, tuple[str, str]]]:
-    """What to run a plan with, in turn, after its pinned broadcasts or hash tables did not fit:
-    without the broadcast hints, then without any hash join hint (each only if it drops some)."""
-    attempts: list[dict[LogicalPlan, tuple[str, str]]] = []
-    for kept in (without_broadcasts(hints), without_hash_joins(hints)):
-        if kept != dict(hints or {}) and kept not in attempts:
-            attempts.append(kept)
-    return attempts
-
-
 @dataclass(frozen=True)
 class BroadcastFallback:
     """A run whose pinned hash joins failed in Spark and that ran again without (some of) them."""
@@ -278,7 +268,10 @@ def run_with_fallback(
         if not is_broadcast_failure(error) or without_hash_joins(hints) == dict(hints or {}):
             raise
         failure = broadcast_failure_line(error)
-    attempts = fallback_hints(hints)
+    attempts: list[dict[LogicalPlan, tuple[str, str]]] = []
+    for kept in (without_broadcasts(hints), without_hash_joins(hints)):
+        if kept != dict(hints or {}) and kept not in attempts:
+            attempts.append(kept)
     for i, kept in enumerate(attempts):
         try:
             return action(execute(query, spark, kept, planning)), BroadcastFallback(len(hints or {}) - len(kept), failure)
