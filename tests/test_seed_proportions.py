@@ -63,13 +63,14 @@ def test_every_method_delivers_the_reference_at_both_time_points(method: str, fa
 def test_the_floor_benchmark_runs_the_query_over_the_last_interval_alone(fast_spark: Any, tmp_path: Path) -> None:
     """``tempura bench floor``: the query over the rows landed at the last time point alone reads
     those rows only — the afternoon's sales and returns, 3/7 and 2/3 of them — and the query over
-    the snapshot every row; each is measured."""
+    the snapshot every row; each is measured. tempura's batch plan over those rows gives what
+    ``spark.sql`` gives over them, and reads as many."""
     from benchmarks import floor
 
     logged: list[str] = []
     report = floor.run(fast_spark, tmp_path / "out", tmp_path / "work", "sales_returns_seed", SCALE, 1, logged.append)
     medians = report["medians"]
-    assert len(logged) == 2 and (tmp_path / "out" / "floor-sales_returns_seed.json").exists()
+    assert len(logged) == 3 and (tmp_path / "out" / "floor-sales_returns_seed.json").exists()
     snapshot, last = medians["snapshot"]["rows"], medians["floor"]["rows"]
     sales, returns = 5000, fast_spark.read.parquet(str(tmp_path / "work" / "scenarios" / "sales_returns_seed" / "data"
                                                         / "returns")).count()
@@ -77,6 +78,24 @@ def test_the_floor_benchmark_runs_the_query_over_the_last_interval_alone(fast_sp
     assert report["read_whole"] == []  # both sources land rows in the last interval
     assert 0.35 < last / snapshot < 0.55  # 3/7 of the sales, 2/3 of a tenth as many returns
     assert medians["snapshot"]["cpu"] > 0 and medians["floor"]["cpu"] > 0
+    assert medians["floor-spark"]["rows"] == last
+    assert report["spark_floor_over_snapshot_cpu"] > 0
+
+
+def test_the_floor_runs_the_batch_plan_and_gives_what_spark_gives(fast_spark: Any, spec_path: Path,
+                                                                  tmp_path: Path) -> None:
+    """The floor runs the fragment the ``batch`` cycle ran at the last time point, over the last
+    interval's rows: the same rows as ``spark.sql`` over them, and not the snapshot's result."""
+    from benchmarks.floor import Floor
+    from tempura.runtime import compare_results
+
+    landed = Floor(fast_spark, load_spec(spec_path), tmp_path / "work")
+    assert landed.fragment.method == "batch" and landed.fragment.time == landed.k
+    for contender in ("snapshot", "floor", "floor-spark"):
+        landed.measure(contender)
+    floor, spark_floor = landed.collected["floor"], landed.collected["floor-spark"]
+    assert floor and compare_results([tuple(r) for r in spark_floor], [tuple(r) for r in floor]).equal
+    assert not compare_results([tuple(r) for r in landed.collected["snapshot"]], [tuple(r) for r in floor]).equal
 
 
 def test_the_incremental_benchmark_measures_the_floor_in_the_same_rounds(fast_spark: Any, spec_path: Path,
