@@ -12,9 +12,10 @@ report names the sources read whole.) Measured beside the query over the whole
 snapshot at ``t_k`` (what recompute runs then), alternating, it bounds the ratio any plan can
 reach: if the floor is above a target, no layout or state reaches it.
 
-Both run tempura's own plan: the fragment the ``batch`` cycle ran at ``t_k`` (its join order,
-its pinned broadcasts and hash joins, the fallback of a standing run when one does not fit),
-over the whole snapshot or over the last interval. A plan tempura runs is held to what tempura's
+Both run tempura's own plan: the fragments the ``batch`` cycle ran at ``t_k`` (their join order,
+pinned broadcasts and hash joins, the fallback of a standing run when one does not fit), over
+the whole snapshot or over the last interval; a state one of them keeps for another is a view
+of its query there, not written. A plan tempura runs is held to what tempura's
 join choices make of the new rows, not to Spark's own planning of them, which may be slower
 (Spark broadcasts only what its 10 MiB threshold lets it): ``floor-spark``, the same rows
 through ``spark.sql``, is measured in the same rounds, to show the difference.
@@ -67,7 +68,8 @@ class Floor:
             points = runner.run_cycle(cycle)
         last = points[-1].plan
         assert last is not None
-        self.fragment = next(f for f in last.fragments if f.time == self.k and f.delivers)
+        self.fragments = last.at(self.k)  # each after the states it reads; the last one delivers
+        self.fragment = next(f for f in self.fragments if f.delivers)
         self.quiet = sorted(n for n, entry in points[-1].manifest.get("landed", {}).items() if not entry.get("rows"))
         self.sources = {}
         for source_name, feed in runner.feeds.items():
@@ -79,8 +81,9 @@ class Floor:
     def measure(self, contender: str) -> WorkMetrics:
         """Run ``contender``'s query (one of :data:`CONTENDERS`) once, its rows collected: its work."""
         from tempura.algebra import Query
-        from tempura.runtime import run_with_fallback
+        from tempura.runtime import execute, run_with_fallback
         from tempura.runtime.sources import register_read
+        from tempura.sql.names import quote_identifier
 
         def start(source_name: str) -> int:
             return 0 if contender == "snapshot" or source_name in self.quiet else self.k - 1
@@ -91,12 +94,16 @@ class Floor:
                     register_read(self.spark, data, start(source_name), self.k, False, source_name)
                 self.collected[contender] = self.spark.sql(self.spec.sql).collect()
                 return work
-            for read in self.fragment.sources:  # the batch plan reads every source's snapshot at t_k
-                name = read.scan.table
-                register_read(self.spark, self.sources[name], start(name), self.k, False, read.view)
-            plan = self.fragment.plan
-            self.collected[contender], _ = run_with_fallback(Query(plan, tuple(plan.schema.names)), self.spark,
-                                                             self.fragment.hints, lambda frame: frame.collect())
+            for fragment in self.fragments:
+                for read in fragment.sources:  # the batch plan reads every source's snapshot at t_k
+                    name = read.scan.table
+                    register_read(self.spark, self.sources[name], start(name), self.k, False, read.view)
+                plan = Query(fragment.plan, tuple(fragment.plan.schema.names))
+                if fragment.keeps is not None:  # a state the delivering fragment reads: a view of its query here
+                    execute(plan, self.spark, fragment.hints).createOrReplaceTempView(quote_identifier(fragment.keeps))
+                elif fragment.delivers:
+                    self.collected[contender], _ = run_with_fallback(plan, self.spark, fragment.hints,
+                                                                     lambda frame: frame.collect())
         return work
 
 
