@@ -408,7 +408,10 @@ def bench_floor(name: str, scale: float, repeat: int, out: str, workdir: str) ->
     click.echo(f"{name} at scale {scale:g}, medians of {repeat}: snapshot at t{report['time_points']} "
                f"{m['snapshot']['cpu']:.3f} s CPU, {m['snapshot']['rows']:,.0f} rows read; its last interval alone "
                f"{m['floor']['cpu']:.3f} s CPU, {m['floor']['rows']:,.0f} rows; floor / snapshot: CPU "
-               f"{report['floor_over_snapshot_cpu']:.2f}, rows {report['floor_over_snapshot_rows']:.2f}")
+               f"{report['floor_over_snapshot_cpu']:.2f}, rows {report['floor_over_snapshot_rows']:.2f}; Spark's own "
+               f"planning of the last interval {m['floor-spark']['cpu']:.3f} s CPU"
+               + ("" if report["floor_rows_as_spark"] else "; tempura's plan over the last interval did NOT give "
+                  "Spark's rows"))
     click.echo("wrote " + ", ".join(report["files"]))
 
 

@@ -111,6 +111,7 @@ def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, 
         log: Callable[[str], None] = print) -> dict[str, Any]:
     from benchmarks.rounds import round_order, settle
     from scenarios import prepared_scenario
+    from tempura.runtime import compare_results
     from tempura.scheduler import load_spec
 
     spec = load_spec(prepared_scenario(spark, name, workdir / "scenarios", scale))
@@ -141,6 +142,9 @@ def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, 
         "floor_over_snapshot_cpu": floor["cpu"] / snapshot["cpu"] if snapshot["cpu"] > 0 else None,
         "floor_over_snapshot_rows": floor["rows"] / snapshot["rows"] if snapshot["rows"] > 0 else None,
         "spark_floor_over_snapshot_cpu": spark_floor["cpu"] / snapshot["cpu"] if snapshot["cpu"] > 0 else None,
+        "fragments": [f"{f.id} [{f.method}] {f.computes}" for f in landed.fragments],
+        "floor_rows_as_spark": compare_results([tuple(r) for r in landed.collected["floor-spark"]],
+                                               [tuple(r) for r in landed.collected["floor"]]).equal,
     }
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"floor-{name}.json"
