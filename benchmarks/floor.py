@@ -44,8 +44,8 @@ CONTENDERS = ("snapshot", "floor", "floor-spark")
 
 class Floor:
     """A scenario landed once by a simulated ``batch`` cycle in ``workdir``, and its last time
-    point's queries over the landed folders: ``snapshot`` (the batch plan's fragment at ``t_k``
-    over the whole snapshot, what recompute runs then), ``floor`` (that fragment over the last
+    point's queries over the landed folders: ``snapshot`` (the batch plan's fragments at ``t_k``
+    over the whole snapshot, what recompute runs then), ``floor`` (those fragments over the last
     interval's rows alone) and ``floor-spark`` (``spark.sql`` of the query over those rows).
     Raises :class:`~tempura.errors.TempuraError` for a scenario with deletions."""
 
@@ -69,7 +69,6 @@ class Floor:
         last = points[-1].plan
         assert last is not None
         self.fragments = last.at(self.k)  # each after the states it reads; the last one delivers
-        self.fragment = next(f for f in self.fragments if f.delivers)
         self.quiet = sorted(n for n, entry in points[-1].manifest.get("landed", {}).items() if not entry.get("rows"))
         self.sources = {}
         for source_name, feed in runner.feeds.items():

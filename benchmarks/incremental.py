@@ -10,10 +10,10 @@ report, the change-data source, the TPC-DS standing reports), on the same data, 
   is reported;
 - ``auto``: tempura's cost-based choice;
 - ``floor`` (only when asked for): not a plan but a bound, :class:`benchmarks.floor.Floor`'s run
-  of the batch plan over the rows landed in the last interval alone, measured at the last time point in the same
-  rounds as the others, so that ``auto``'s last point is set against what no plan can beat on
-  the same machine in the same run (its result is not the query's, and it is in no ratio but
-  its own).
+  of the batch plan over the rows landed in the last interval alone, measured at the last time
+  point in the same rounds as the others, so that ``auto``'s last point is set against what no
+  plan can beat on the same machine in the same run (its result is not the query's, and it is in
+  no ratio but its own).
 
 Each contender first replays one cycle unmeasured (a warm-up: the JVM compiles, Spark caches
 file listings), then one cycle from scratch ``repeat`` times; the contenders alternate (the order
@@ -114,7 +114,8 @@ class Contender:
             return {"unsupported": self.unsupported}
         return {
             "uses": self.uses,
-            **({"bound": "the batch plan over the last interval's rows alone: a floor, not the result"} if self.bound else {}),
+            **({"bound": "the batch plan over the last interval's rows alone: a floor, not the result"}
+               if self.bound else {}),
             "plans": sorted(self.plans),
             "correct": self.correct,
             "wrong": [a.detail for a in self.attempts if not a.correct],
