@@ -25,6 +25,7 @@ links as ordinary rules match on operators.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterator
 
@@ -74,17 +75,27 @@ class Group:
     """One equivalence class of expressions.
 
     Its statistics are derived on first use, from the expression that created the group (its
-    first), so that a group no search ever costs never pays for them."""
+    first), so that a group no search ever costs never pays for them. It knows its memo by a weak
+    reference: the memo and its groups then hold no cycle, and a planning's memo is freed the
+    moment the planning is dropped, not by a later pass of the cyclic garbage collector over its
+    hundreds of thousands of objects."""
 
     id: int
     schema: Schema
-    memo: "Memo" = field(repr=False, compare=False)
+    memo_ref: "weakref.ref[Memo]" = field(repr=False, compare=False)
     exprs: list[LogicalPlan] = field(default_factory=list)
     parents: set[LogicalPlan] = field(default_factory=set)
     tvr_sets: set[int] = field(default_factory=set)
     explored: set[str] = field(default_factory=set)  # names of whole-group rules already applied
     _stats: RelStats | None = field(default=None, repr=False)
     _ref: GroupRef | None = field(default=None, repr=False)
+
+    @property
+    def memo(self) -> Memo:
+        memo = self.memo_ref()
+        if memo is None:
+            raise TempuraError(f"internal: group G{self.id} outlived its memo")
+        return memo
 
     @property
     def stats(self) -> RelStats:
@@ -223,7 +234,7 @@ class Memo:
                 return self.merge(into, existing)
             return existing
         if into is None:
-            group = Group(len(self._groups), expr.schema, self)
+            group = Group(len(self._groups), expr.schema, weakref.ref(self))
             self._groups.append(group)
             self._parent.append(group.id)
         else:

@@ -72,20 +72,19 @@ def template_text(memo: Memo, group: int) -> str:
     tables: set[str] = set()
     seen: set[int] = set()
 
-    def walk(node: LogicalPlan) -> None:
+    stack = [first]  # a loop, not a recursive closure: that would hold itself and the memo in a cycle
+    while stack:
+        node = stack.pop()
         if isinstance(node, GroupRef):
             if node.group not in seen:
                 seen.add(node.group)
-                walk(memo.group(node.group).exprs[0])
-            return
+                stack.append(memo.group(node.group).exprs[0])
+            continue
         if isinstance(node, Scan):
             tables.add(node.table)
         elif isinstance(node, SourceRead):
             tables.add(node.scan.table)
-        for child in node.inputs:
-            walk(child)
-
-    walk(first)
+        stack.extend(node.inputs)
     over = f" over {', '.join(sorted(tables))}" if tables else ""
     if isinstance(first, (Scan, SourceRead)):
         return next(iter(tables))

@@ -64,45 +64,51 @@ def template_signatures(memo: Memo, groups: int) -> dict[int, str]:
     costs may choose another; the relation above the joins (an aggregate, the result) is the same,
     and so is its signature, so the states kept of it are found again."""
     out: dict[int, str] = {}
-
-    def inner(expr: LogicalPlan) -> bool:
-        return isinstance(expr, Join) and expr.kind in (JoinKind.INNER, JoinKind.CROSS)
-
-    def joined(group: int, active: frozenset[int], leaves: list[str], conditions: list[str]) -> None:
-        group = memo.find(group)
-        expr = memo.group(group).exprs[0]
-        if not inner(expr) or group in active:
-            leaves.append(sign(group, active))
-            return
-        assert isinstance(expr, Join)
-        conditions.extend(_conjunct_texts(expr))
-        for child in expr.inputs:
-            if isinstance(child, GroupRef):
-                joined(child.group, active | {group}, leaves, conditions)
-
-    def sign(group: int, active: frozenset[int]) -> str:
-        group = memo.find(group)
-        made = out.get(group)
-        if made is not None:
-            return made
-        if group in active:
-            return "cycle"
-        expr = memo.group(group).exprs[0]
-        if inner(expr):
-            leaves: list[str] = []
-            conditions: list[str] = []
-            joined(group, active, leaves, conditions)
-            text = (f"inner joins|{','.join(sorted(leaves))}|{' AND '.join(sorted(conditions))}|"
-                    f"{','.join(sorted(memo.group(group).schema.names))}")
-        else:
-            inputs = [sign(c.group, active | {group}) for c in expr.inputs if isinstance(c, GroupRef)]
-            text = f"{expr.operator}|{expr.details()}|{','.join(inputs)}|{','.join(memo.group(group).schema.names)}"
-        made = out[group] = hashlib.sha1(text.encode()).hexdigest()[:16]
-        return made
-
     for g in range(groups):
-        sign(g, frozenset())
+        _sign(memo, out, g, frozenset())
     return out
+
+
+# The recursions below are functions of the module, not closures: a recursive closure holds
+# itself, and with it the memo, in a cycle only the garbage collector frees.
+
+def _inner(expr: LogicalPlan) -> bool:
+    return isinstance(expr, Join) and expr.kind in (JoinKind.INNER, JoinKind.CROSS)
+
+
+def _joined(memo: Memo, out: dict[int, str], group: int, active: frozenset[int], leaves: list[str],
+            conditions: list[str]) -> None:
+    group = memo.find(group)
+    expr = memo.group(group).exprs[0]
+    if not _inner(expr) or group in active:
+        leaves.append(_sign(memo, out, group, active))
+        return
+    assert isinstance(expr, Join)
+    conditions.extend(_conjunct_texts(expr))
+    for child in expr.inputs:
+        if isinstance(child, GroupRef):
+            _joined(memo, out, child.group, active | {group}, leaves, conditions)
+
+
+def _sign(memo: Memo, out: dict[int, str], group: int, active: frozenset[int]) -> str:
+    group = memo.find(group)
+    made = out.get(group)
+    if made is not None:
+        return made
+    if group in active:
+        return "cycle"
+    expr = memo.group(group).exprs[0]
+    if _inner(expr):
+        leaves: list[str] = []
+        conditions: list[str] = []
+        _joined(memo, out, group, active, leaves, conditions)
+        text = (f"inner joins|{','.join(sorted(leaves))}|{' AND '.join(sorted(conditions))}|"
+                f"{','.join(sorted(memo.group(group).schema.names))}")
+    else:
+        inputs = [_sign(memo, out, c.group, active | {group}) for c in expr.inputs if isinstance(c, GroupRef)]
+        text = f"{expr.operator}|{expr.details()}|{','.join(inputs)}|{','.join(memo.group(group).schema.names)}"
+    made = out[group] = hashlib.sha1(text.encode()).hexdigest()[:16]
+    return made
 
 
 def _conjunct_texts(join: Join) -> list[str]:
@@ -152,30 +158,30 @@ def state_keys(memo: Memo, forms: dict[tuple[int, Form], int], signatures: dict[
     it is then never matched, which costs a recomputation, never a wrong state."""
     out: dict[int, str] = {memo.find(g): f"{f}|{signatures[t]}" for (t, f), g in forms.items() if t in signatures}
     unkeyed: set[int] = set()
-
-    def key(group: int, active: frozenset[int]) -> str | None:
-        group = memo.find(group)
-        if group in out:
-            return out[group]
-        if group in active or group in unkeyed:
-            return None
-        expr = memo.group(group).exprs[0]
-        inputs = []
-        for child in expr.inputs:
-            if isinstance(child, GroupRef):
-                made = key(child.group, active | {group})
-                if made is None:
-                    unkeyed.add(group)
-                    return None
-                inputs.append(made)
-        schema = ",".join(f"{f.name}:{f.type}" for f in memo.group(group).schema.fields)
-        digest = hashlib.sha1(f"{type(expr).__name__}|{_payload(expr)}|{'/'.join(inputs)}|{schema}".encode()).hexdigest()[:20]
-        out[group] = f"expr|{digest}"
-        return out[group]
-
     for g in memo.groups:
-        key(g.id, frozenset())
+        _state_key(memo, out, unkeyed, g.id, frozenset())
     return out
+
+
+def _state_key(memo: Memo, out: dict[int, str], unkeyed: set[int], group: int, active: frozenset[int]) -> str | None:
+    group = memo.find(group)
+    if group in out:
+        return out[group]
+    if group in active or group in unkeyed:
+        return None
+    expr = memo.group(group).exprs[0]
+    inputs = []
+    for child in expr.inputs:
+        if isinstance(child, GroupRef):
+            made = _state_key(memo, out, unkeyed, child.group, active | {group})
+            if made is None:
+                unkeyed.add(group)
+                return None
+            inputs.append(made)
+    schema = ",".join(f"{f.name}:{f.type}" for f in memo.group(group).schema.fields)
+    digest = hashlib.sha1(f"{type(expr).__name__}|{_payload(expr)}|{'/'.join(inputs)}|{schema}".encode()).hexdigest()[:20]
+    out[group] = f"expr|{digest}"
+    return out[group]
 
 
 def committed_groups(memo: Memo, expansion: Expansion, signatures: dict[int, str], resume: Resume | None) -> dict[int, tuple[int, str]]:

@@ -208,24 +208,27 @@ class JoinReorder(Rule):
             trees[both] = gid
 
 
+def _visit(memo: Memo, expr: LogicalPlan, leaves: list[GroupRef], predicates: list[exp.Expr]) -> None:
+    """The leaves and conjuncts under join ``expr``, in order, added to ``leaves`` and ``predicates``
+    (a function of the module, not a recursive closure: that would hold itself and the memo in a
+    cycle only the garbage collector frees)."""
+    assert isinstance(expr, Join)
+    predicates.extend(conjuncts(expr.condition))
+    for child in expr.inputs:
+        assert isinstance(child, GroupRef)
+        inner = memo.group(child.group)
+        first = inner.exprs[0]
+        if reorderable(first):
+            _visit(memo, first, leaves, predicates)
+        else:
+            leaves.append(inner.ref)
+
+
 def flatten(memo: Memo, top: LogicalPlan) -> JoinGraph:
     """The leaves and conjuncts of the region under the join expression ``top``."""
     leaves: list[GroupRef] = []
     predicates: list[exp.Expr] = []
-
-    def visit(expr: LogicalPlan) -> None:
-        assert isinstance(expr, Join)
-        predicates.extend(conjuncts(expr.condition))
-        for child in expr.inputs:
-            assert isinstance(child, GroupRef)
-            inner = memo.group(child.group)
-            first = inner.exprs[0]
-            if reorderable(first):
-                visit(first)
-            else:
-                leaves.append(inner.ref)
-
-    visit(top)
+    _visit(memo, top, leaves, predicates)
     owner = {name: i for i, leaf in enumerate(leaves) for name in leaf.schema.names}
     local: dict[int, list[exp.Expr]] = {}
     placed: list[tuple[exp.Expr, int]] = []
