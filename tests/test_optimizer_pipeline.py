@@ -104,3 +104,30 @@ def test_tempura_rules_lists_every_phase_and_rule() -> None:
     assert [p["name"] for p in listed["phases"]["standing"]] == STANDING.names
     text = CliRunner().invoke(main, ["rules", "--family", "tvr"]).output
     assert all(name in text for name in REGISTRY.names("tvr"))
+
+
+def test_a_standing_plannings_memo_is_freed_without_the_garbage_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dropping a standing planning frees its memos by reference counting alone: nothing holds
+    them in a reference cycle (which would leave them to a collector pass over every object)."""
+    import gc
+    import weakref
+
+    from tempura.memo import memo as memo_module
+
+    made: list[weakref.ref[memo_module.Memo]] = []
+    init = memo_module.Memo.__init__
+
+    def tracked(self: memo_module.Memo, *args: object) -> None:
+        init(self, *args)  # type: ignore[arg-type]
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(memo_module.Memo, "__init__", tracked)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        plan = standing("q03")
+        assert plan.fragments and made
+        assert [ref for ref in made if ref() is not None] == []
+    finally:
+        if enabled:
+            gc.enable()
