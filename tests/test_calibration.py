@@ -106,6 +106,29 @@ def test_a_job_of_one_shape_takes_the_cost_of_a_stage_from_the_others() -> None:
     assert found.stage == pytest.approx(beta / alpha * 1e9, rel=1e-9)
 
 
+def test_a_job_whose_fragments_one_rate_of_work_does_not_describe_is_not_calibrated() -> None:
+    """Fragments as measured in one benchmark run (TPC-DS scale 1, one workdir): a sales/returns
+    job's two broadcast semi joins and its outer-join merge, beside a rollup job. The pooled fit
+    puts 115 ms on a stage, and the semi joins, mostly stages, leave the job 7 ms per model second
+    of work: the merge's 69 model seconds would be 0.35 s of CPU, where it took 3.5 s beyond its
+    stages. A constant fitted so would price the job's recomputation at a third of what it costs
+    and choose it over the incremental plan; the fit is refused, naming the fragment missed."""
+    semi, merge = (17.2, 3.0, 0.455), (69.05, 21.0, 5.94)
+    own = [Sample(*semi, "sales"), Sample(*merge, "sales"), Sample(17.0, 3.0, 0.41, "sales")]
+    rollup = [Sample(68.16, 2.0, 0.419, "rollup"), Sample(109.52, 12.0, 1.96, "rollup"),
+              Sample(3.76, 5.0, 0.552, "rollup"), Sample(53.53, 7.0, 0.831, "rollup")]
+    found = fit(own, DECLARED, rollup)
+    assert found.stage is None
+    assert found.per_stage == pytest.approx(0.115, rel=0.01)
+    assert "one rate of work does not describe" in found.reason and "69 model seconds and 21 stages" in found.reason
+    assert "as declared" in found.describe(DECLARED)
+    # the rollup's fragments are described by one rate (each held out is predicted within 20%):
+    # it is calibrated from the same pool
+    assert fit(rollup, DECLARED, own).stage is not None
+    # without the merge, the semi joins alone are one shape and are calibrated with the pool's stage
+    assert fit([own[0], own[2]], DECLARED, rollup).stage is not None
+
+
 def test_fragments_with_the_same_work_per_stage_cannot_separate_the_two() -> None:
     proportional = [(10.0 * s, float(s)) for s in (1, 2, 3, 5, 8)]  # every fragment 10 model seconds per stage
     found = fit(history(1e-3, 0.04, proportional), DECLARED)

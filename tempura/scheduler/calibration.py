@@ -28,7 +28,14 @@ The fit is refused (the declared constant stays) when it cannot tell the two kin
   variable work per stage): the squared norm of the stage column left after each job's work
   column is projected out, below :data:`MIN_SPREAD` of its whole;
 - a rate that is not positive (more stages would mean less CPU, or work would be free); another
-  job whose own rate comes out negative is left out of the fit first.
+  job whose own rate comes out negative is left out of the fit first;
+- a job whose fragments one rate of work does not describe: each of its fragments, held out, is
+  predicted from the rate its other fragments fit (with the shared ``β``), and one predicted more
+  than :data:`MAX_MISS` times off refuses the fit. The model's estimate of variable work need not
+  be in proportion to the CPU across fragment shapes (a broadcast probe of a small delta against
+  a recomputation's joins and aggregations over every row, say); a rate fitted to one shape and
+  applied to the other plans would then weigh stages against work wrongly, and flip a plan the
+  evidence does not support.
 
 The result is kept within :data:`BOUNDS` of the declared value, so that one odd history cannot
 take the model to an extreme. A spec that sets ``cost: {stage: …}`` pins the constant: it is
@@ -62,6 +69,7 @@ MIN_CPU_SECONDS = 0.005  # fragments measured below this are noise, left out
 MIN_SPREAD = 0.05
 WINDOW = 200  # the most recent fragments of each history that are used
 BOUNDS = 100.0  # the calibrated constant stays within this factor of the declared one
+MAX_MISS = 2.0  # a held-out fragment predicted further off than this factor refuses the fit
 KEY_BOUNDS = 10.0  # the calibrated key factor stays within this factor of 1
 
 
@@ -185,6 +193,9 @@ def fit(own: Sequence[Sample], declared: float, others: Sequence[Sample] = ()) -
     if alpha <= 0 or not beta > 0:
         which = "this job's variable work" if alpha <= 0 else "stages"
         return Calibration(None, n, pooled, alpha, beta, reason=f"the fit gives {which} no positive cost")
+    miss = _held_out_miss(own, beta)
+    if miss is not None:
+        return Calibration(None, n, pooled, alpha, beta, reason=miss)
     errors = sorted(abs(alpha * s.variable + beta * s.stages - s.cpu) / s.cpu for s in own)
     stage = beta / alpha * 1e9
     note = ""
@@ -193,6 +204,23 @@ def fit(own: Sequence[Sample], declared: float, others: Sequence[Sample] = ()) -
         note = f", held to {BOUNDS:.0f}x the declared value from {stage / 1e9:.3g} s"
         stage = min(max(stage, low), high)
     return Calibration(stage, n, pooled, alpha, beta, errors[len(errors) // 2], note)
+
+
+def _held_out_miss(own: Sequence[Sample], beta: float) -> str | None:
+    """Why one rate of work does not describe the job's fragments, or ``None`` when it does:
+    the fragment predicted worst (beyond :data:`MAX_MISS` either way) from the rate of the others,
+    its stages costed at ``beta``."""
+    worst, why = MAX_MISS, None
+    for i, sample in enumerate(own):
+        alpha = _rate_of_work([*own[:i], *own[i + 1:]], beta)
+        predicted = max(alpha, 0.0) * sample.variable + beta * sample.stages
+        off = max(predicted / sample.cpu, sample.cpu / predicted)
+        if off > worst:
+            worst = off
+            why = (f"one rate of work does not describe this job's fragments: held out, one of {sample.variable:.3g} "
+                   f"model seconds and {sample.stages:g} stages is predicted at {predicted:.3g} s of CPU from the "
+                   f"others, {sample.cpu:.3g} s measured")
+    return why
 
 
 def _usable(sample: Sample) -> bool:
@@ -266,5 +294,5 @@ def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[M
     return constants, found
 
 
-__all__ = ["BOUNDS", "KEY_BOUNDS", "MIN_FRAGMENTS", "MIN_OWN", "Calibration", "Sample", "calibrate", "calibrated", "fit",
+__all__ = ["BOUNDS", "KEY_BOUNDS", "MAX_MISS", "MIN_FRAGMENTS", "MIN_OWN", "Calibration", "Sample", "calibrate", "calibrated", "fit",
            "for_job", "key_factor", "other_jobs", "samples"]
