@@ -122,7 +122,9 @@ def test_a_job_whose_fragments_one_rate_of_work_does_not_describe_is_not_calibra
     assert found.per_stage == pytest.approx(0.115, rel=0.01)
     assert "one rate of work does not describe" in found.reason and "69 model seconds and 21 stages" in found.reason
     assert "as declared" in found.describe(DECLARED)
-    # the rollup's fragments are described by one rate (each held out is predicted within 20%):
+    # the next run of the same benchmark measured the merge at 4.8 s: still 1.7x what the others' rate predicts
+    assert fit([own[0], Sample(69.05, 21.0, 4.8, "sales"), own[2]], DECLARED, rollup).stage is None
+    # the rollup's fragments are described by one rate (each held out is predicted within 22%):
     # it is calibrated from the same pool
     assert fit(rollup, DECLARED, own).stage is not None
     # without the merge, the semi joins alone are one shape and are calibrated with the pool's stage

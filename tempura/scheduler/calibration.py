@@ -69,7 +69,7 @@ MIN_CPU_SECONDS = 0.005  # fragments measured below this are noise, left out
 MIN_SPREAD = 0.05
 WINDOW = 200  # the most recent fragments of each history that are used
 BOUNDS = 100.0  # the calibrated constant stays within this factor of the declared one
-MAX_MISS = 2.0  # a held-out fragment predicted further off than this factor refuses the fit
+MAX_MISS = 1.5  # a held-out fragment predicted further off than this factor refuses the fit
 KEY_BOUNDS = 10.0  # the calibrated key factor stays within this factor of 1
 
 
