@@ -46,3 +46,15 @@ def test_ties_broken_by_total_work() -> None:
     b = CostVector.at(2, Cost(cpu=10), objective) + CostVector.at(1, Cost(cpu=5), objective)
     assert a.weighted == b.weighted
     assert a.total < b.total
+
+
+def test_a_vector_keeps_the_cpu_part_and_the_stages_of_its_work() -> None:
+    """What the run history splits an estimate by: of the work over every time point, the CPU
+    part (per-row work and the stages' fixed costs) and the stages charged."""
+    objective = Objective((0.5, 1.0))
+    scan = Cost(cpu=100.0, io=900.0, stages=1)  # a stage's fixed cost is CPU
+    join = Cost(cpu=30.0, network=40.0)
+    total = CostVector.at(1, scan, objective) + CostVector.at(2, join, objective) + CostVector.at(2, Cost(io=-200.0), objective)
+    assert total.work == 100 + 900 + 30 + 40 - 200
+    assert (total.cpu, total.stages) == (130.0, 1)
+    assert total.with_rows(7.0).cpu == 130.0

@@ -112,6 +112,7 @@ def test_a_history_from_before_the_stage_columns_gains_them(tmp_path: Path) -> N
     assert (old["fragment"], old["method"], old["jobs"], old["stages"], old["estimated_stages"]) == ("f1", "batch", None, None, None)
     assert (new["time_index"], new["method"], new["jobs"], new["stages"]) == (2, "ivm", 2, 3)
     assert (new["estimated_stages"], new["estimated_fixed_seconds"]) == (4, 0.04)
+    assert (old["estimated_row_seconds"], old["row_constant"]) == (None, None)
 
 
 STAGE_STARTS = re.compile(r"^\s*(SourceRead|LoadState|Exchange) ", re.MULTILINE)
@@ -133,6 +134,13 @@ def test_each_fragment_records_the_stages_its_estimate_charged(method: str, cycl
             assert row["estimated_stages"] == counted, fragment.physical
             assert row["estimated_fixed_seconds"] == pytest.approx(counted * plan.constants.stage / 1e9)
             assert 0 < row["estimated_fixed_seconds"] <= row["estimated_seconds"]
+            # and its per-row CPU work: the CPU part of the estimate without the stages, priced at the plan's constant
+            assert row["row_constant"] == plan.constants.cpu
+            assert row["estimated_row_seconds"] == pytest.approx((fragment.cost.cpu - fragment.cost.stages * plan.constants.stage) / 1e9)
+            assert 0 <= row["estimated_row_seconds"] <= row["estimated_seconds"] - row["estimated_fixed_seconds"]
+        # a fragment that joins, filters or aggregates does per-row work; the streaming and
+        # copying ones may not, but every cycle has one that does
+    assert any(row["estimated_row_seconds"] > 0 for row in recorded.values())
 
 
 def test_the_next_planning_uses_the_stage_cost_the_history_supports(fast_spark: Any, scenario: Path, tmp_path: Path) -> None:

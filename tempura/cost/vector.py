@@ -72,10 +72,11 @@ class CostVector:
     in its inner loop, so the entries are plain floats and the totals are computed once.
     """
 
-    __slots__ = ("times", "objective", "rows", "weighted", "work", "total", "stages")
+    __slots__ = ("times", "objective", "rows", "weighted", "work", "total", "stages", "cpu")
 
     def __init__(self, times: tuple[float, ...], objective: Objective, rows: float = 0.0,
-                 weighted: float | None = None, work: float | None = None, stages: float = 0.0) -> None:
+                 weighted: float | None = None, work: float | None = None, stages: float = 0.0,
+                 cpu: float = 0.0) -> None:
         self.times = times
         self.objective = objective
         self.rows = rows
@@ -83,6 +84,7 @@ class CostVector:
         self.work = sum(times) if work is None else work
         self.total = self.weighted + TIE * self.work
         self.stages = stages  # the fixed stage costs included, over all time points (see Cost.stages)
+        self.cpu = cpu  # of ``work``, the CPU part (Cost.cpu: the per-row work and the stages' fixed costs)
 
     @staticmethod
     def at(time: int, cost: Cost, objective: Objective) -> CostVector:
@@ -90,7 +92,8 @@ class CostVector:
         times = [0.0] * objective.k
         spent = cost.total
         times[time - 1] = spent
-        return CostVector(tuple(times), objective, cost.rows, objective.weights[time - 1] * spent, spent, cost.stages)
+        return CostVector(tuple(times), objective, cost.rows, objective.weights[time - 1] * spent, spent, cost.stages,
+                          cost.cpu)
 
     @staticmethod
     def zero(objective: Objective) -> CostVector:
@@ -98,10 +101,11 @@ class CostVector:
 
     def __add__(self, other: CostVector) -> CostVector:
         return CostVector(tuple(a + b for a, b in zip(self.times, other.times)), self.objective, self.rows + other.rows,
-                          self.weighted + other.weighted, self.work + other.work, self.stages + other.stages)
+                          self.weighted + other.weighted, self.work + other.work, self.stages + other.stages,
+                          self.cpu + other.cpu)
 
     def with_rows(self, rows: float) -> CostVector:
-        return CostVector(self.times, self.objective, rows, self.weighted, self.work, self.stages)
+        return CostVector(self.times, self.objective, rows, self.weighted, self.work, self.stages, self.cpu)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CostVector) and self.times == other.times and self.objective == other.objective

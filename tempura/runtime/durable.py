@@ -99,6 +99,8 @@ class FragmentRun:
     metrics: WorkMetrics
     estimated_stages: float = 0.0  # the fixed stage costs the estimate includes
     estimated_fixed_seconds: float = 0.0  # their share of ``estimated_seconds``
+    estimated_row_seconds: float = 0.0  # the per-row CPU work's share (Cost.cpu without the stages' fixed costs)
+    row_constant: float = 1.0  # the CPU constant it was priced with (CostConstants.cpu)
     pruned: list[PrunedRead] = field(default_factory=list)  # its reads of laid-out landings, pruned by a probe
     estimated_buckets_read: float = 0.0  # the buckets the plan expected them to touch
     probe_keys: float = 1.0  # the factor the plan's key estimates were multiplied by (CostConstants.probe_keys)
@@ -108,7 +110,8 @@ class FragmentRun:
         out = {"id": self.id, "time": self.time, "method": self.method, "form": self.form, "output": self.output,
                "streaming": self.streaming, "estimated_rows": self.estimated_rows,
                "estimated_seconds": self.estimated_seconds, "estimated_stages": self.estimated_stages,
-               "estimated_fixed_seconds": self.estimated_fixed_seconds, **self.metrics.to_json()}
+               "estimated_fixed_seconds": self.estimated_fixed_seconds, "estimated_row_seconds": self.estimated_row_seconds,
+               "row_constant": self.row_constant, **self.metrics.to_json()}
         if self.fallback is not None:
             out["broadcast_fallback"] = self.fallback.to_json()
         if self.pruned:
@@ -342,8 +345,9 @@ class DurableExecutor:
             expected += touched(layout.buckets, merge.distinct)
         return FragmentRun(fragment.id, index, fragment.method, fragment.form, fragment.output, streaming, fragment.rows,
                            fragment.cost.times[index - 1] / 1e9, metrics, fragment.cost.stages,
-                           fragment.cost.stages * plan.constants.stage / 1e9, reads, expected, plan.constants.probe_keys,
-                           fallback)
+                           fragment.cost.stages * plan.constants.stage / 1e9,
+                           max(fragment.cost.cpu - fragment.cost.stages * plan.constants.stage, 0.0) / 1e9,
+                           plan.constants.cpu, reads, expected, plan.constants.probe_keys, fallback)
 
     def _keyed_merge(self, fragment: Fragment, planned: KeptState | None, saved: Mapping[str, SavedState],
                      probes: Mapping[str, Probe]) -> Merge | None:

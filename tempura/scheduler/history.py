@@ -90,6 +90,8 @@ CREATE TABLE IF NOT EXISTS fragments (
     pruned_buckets INTEGER,
     estimated_buckets_read REAL,
     probe_keys REAL,
+    estimated_row_seconds REAL,
+    row_constant REAL,
     PRIMARY KEY (cycle, time_index, fragment)
 );
 CREATE TABLE IF NOT EXISTS plans (
@@ -113,13 +115,14 @@ FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output
                     "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
                     "shuffle_bytes", "jobs", "stages", "estimated_stages", "estimated_fixed_seconds", "fallback",
                     "pruned_bytes_read", "pruned_bytes", "pruned_buckets_read", "pruned_buckets", "estimated_buckets_read",
-                    "probe_keys")
+                    "probe_keys", "estimated_row_seconds", "row_constant")
 # Columns the schema gained later, with their types: a history written before them
 # gets them (NULL in its old rows) when it is next opened.
 ADDED_COLUMNS = {"fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"), ("estimated_stages", "REAL"),
                                ("estimated_fixed_seconds", "REAL"), ("fallback", "TEXT"), ("pruned_bytes_read", "INTEGER"),
                                ("pruned_bytes", "INTEGER"), ("pruned_buckets_read", "INTEGER"), ("pruned_buckets", "INTEGER"),
-                               ("estimated_buckets_read", "REAL"), ("probe_keys", "REAL"))}
+                               ("estimated_buckets_read", "REAL"), ("probe_keys", "REAL"), ("estimated_row_seconds", "REAL"),
+                               ("row_constant", "REAL"))}
 
 
 def _add_missing_columns(connection: sqlite3.Connection) -> None:
@@ -151,7 +154,8 @@ def fragment_rows(manifest: Mapping[str, Any]) -> list[tuple[Any, ...]]:
              f["cpu_seconds"], f["bytes_in"], f["bytes_out"], f["shuffle_bytes"], f.get("jobs"), f.get("stages"),
              f.get("estimated_stages"), f.get("estimated_fixed_seconds"), f.get("fallback") or None,
              f.get("pruned_bytes_read"), f.get("pruned_bytes"), f.get("pruned_buckets_read"), f.get("pruned_buckets"),
-             f.get("estimated_buckets_read"), f.get("probe_keys"))
+             f.get("estimated_buckets_read"), f.get("probe_keys"), f.get("estimated_row_seconds"),
+             f.get("row_constant"))
             for f in manifest["fragments"]]
 
 
