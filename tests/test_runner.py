@@ -138,8 +138,8 @@ def test_each_fragment_records_the_stages_its_estimate_charged(method: str, cycl
             assert row["row_constant"] == plan.constants.cpu
             assert row["estimated_row_seconds"] == pytest.approx((fragment.cost.cpu - fragment.cost.stages * plan.constants.stage) / 1e9)
             assert 0 <= row["estimated_row_seconds"] <= row["estimated_seconds"] - row["estimated_fixed_seconds"]
-        # a fragment that joins, filters or aggregates does per-row work; the streaming and
-        # copying ones may not, but every cycle has one that does
+    # a fragment that joins, filters or aggregates does per-row work; a copying one may not, but
+    # every cycle has one that does
     assert any(row["estimated_row_seconds"] > 0 for row in recorded.values())
 
 
