@@ -21,13 +21,15 @@ join choices make of the new rows, not to Spark's own planning of them, which ma
 through ``spark.sql``, is measured in the same rounds, to show the difference.
 
 The scenario is landed once by a simulated ``batch`` cycle; the queries then read the same
-landed folders, through the runtime's own reads. Sources with deletions are not supported (their
+landed folders, through the runtime's own reads: a read of the last interval lists and opens
+that interval's folder alone, as a fragment's read of it does (the report's ``intervals_read``). Sources with deletions are not supported (their
 last interval alone is not a bag of rows). Writes ``floor-<scenario>.json`` to the output folder.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -37,9 +39,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Row, SparkSession
 
     from tempura.runtime.metrics import WorkMetrics
+    from tempura.runtime.sources import SourceData
     from tempura.scheduler.spec import Spec
 
 CONTENDERS = ("snapshot", "floor", "floor-spark")
+_INTERVAL = re.compile(r"/i=(\d+)/")  # a landed interval's folder in a file's path
 
 
 class Floor:
@@ -70,12 +74,16 @@ class Floor:
         assert last is not None
         self.fragments = last.at(self.k)  # each after the states it reads; the last one delivers
         self.quiet = sorted(n for n, entry in points[-1].manifest.get("landed", {}).items() if not entry.get("rows"))
-        self.sources = {}
-        for source_name, feed in runner.feeds.items():
-            folders, _history = runner.store.interval_folders(cycle.label, source_name, 1, self.k)
-            self.sources[source_name] = landing_data(spark, feed, folders, runner.schemas[source_name], self.k)
+        # Per source, its landing from interval 1 and from the last interval: a read of the last
+        # interval lists and opens that interval's folder alone, as the runtime's reads do.
+        self.sources: dict[int, dict[str, SourceData]] = {1: {}, self.k: {}}
+        for first, by_source in self.sources.items():
+            for source_name, feed in runner.feeds.items():
+                folders, _history = runner.store.interval_folders(cycle.label, source_name, first, self.k)
+                by_source[source_name] = landing_data(spark, feed, folders, runner.schemas[source_name], self.k)
         self.meter = Meter(spark)
         self.collected: dict[str, list[Row]] = {}  # each contender's rows, as its last measure collected them
+        self.intervals: dict[str, list[int]] = {}  # the landed intervals whose files each contender's reads listed
 
     def measure(self, contender: str) -> WorkMetrics:
         """Run ``contender``'s query (one of :data:`CONTENDERS`) once, its rows collected: its work."""
@@ -87,22 +95,30 @@ class Floor:
         def start(source_name: str) -> int:
             return 0 if contender == "snapshot" or source_name in self.quiet else self.k - 1
 
+        def landed(source_name: str) -> SourceData:
+            return self.sources[start(source_name) + 1][source_name]
+
+        views: list[str] = []
         with self.meter.measure(f"floor {contender}") as work:
             if contender == "floor-spark":
-                for source_name, data in self.sources.items():
-                    register_read(self.spark, data, start(source_name), self.k, False, source_name)
+                for source_name in self.sources[1]:
+                    register_read(self.spark, landed(source_name), start(source_name), self.k, False, source_name)
+                    views.append(source_name)
                 self.collected[contender] = self.spark.sql(self.spec.sql).collect()
-                return work
-            for fragment in self.fragments:
-                for read in fragment.sources:  # the batch plan reads every source's snapshot at t_k
-                    name = read.scan.table
-                    register_read(self.spark, self.sources[name], start(name), self.k, False, read.view)
-                plan = Query(fragment.plan, tuple(fragment.plan.schema.names))
-                if fragment.keeps is not None:  # a state the delivering fragment reads: a view of its query here
-                    execute(plan, self.spark, fragment.hints).createOrReplaceTempView(quote_identifier(fragment.keeps))
-                elif fragment.delivers:
-                    self.collected[contender], _ = run_with_fallback(plan, self.spark, fragment.hints,
-                                                                     lambda frame: frame.collect())
+            else:
+                for fragment in self.fragments:
+                    for read in fragment.sources:  # the batch plan reads every source's snapshot at t_k
+                        name = read.scan.table
+                        register_read(self.spark, landed(name), start(name), self.k, False, read.view)
+                        views.append(read.view)
+                    plan = Query(fragment.plan, tuple(fragment.plan.schema.names))
+                    if fragment.keeps is not None:  # a state the delivering fragment reads: a view of its query here
+                        execute(plan, self.spark, fragment.hints).createOrReplaceTempView(quote_identifier(fragment.keeps))
+                    elif fragment.delivers:
+                        self.collected[contender], _ = run_with_fallback(plan, self.spark, fragment.hints,
+                                                                         lambda frame: frame.collect())
+        files = [f for view in views for f in self.spark.table(quote_identifier(view)).inputFiles()]
+        self.intervals[contender] = sorted({int(found.group(1)) for f in files if (found := _INTERVAL.search(f))})
         return work
 
 
@@ -142,6 +158,7 @@ def run(spark: SparkSession, out: Path, workdir: Path, name: str, scale: float, 
         "floor_over_snapshot_rows": floor["rows"] / snapshot["rows"] if snapshot["rows"] > 0 else None,
         "spark_floor_over_snapshot_cpu": spark_floor["cpu"] / snapshot["cpu"] if snapshot["cpu"] > 0 else None,
         "fragments": [f"{f.id} [{f.method}] {f.computes}" for f in landed.fragments],
+        "intervals_read": landed.intervals,
         "floor_rows_as_spark": compare_results([tuple(r) for r in landed.collected["floor-spark"]],
                                                [tuple(r) for r in landed.collected["floor"]]).equal,
     }

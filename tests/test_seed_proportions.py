@@ -64,7 +64,8 @@ def test_the_floor_benchmark_runs_the_query_over_the_last_interval_alone(fast_sp
     """``tempura bench floor``: the query over the rows landed at the last time point alone reads
     those rows only — the afternoon's sales and returns, 3/7 and 2/3 of them — and the query over
     the snapshot every row; each is measured. tempura's batch plan over those rows gives what
-    ``spark.sql`` gives over them, and reads as many."""
+    ``spark.sql`` gives over them, and reads as many. Both floors list the last interval's files
+    alone, as the runtime's reads of an interval do; the snapshot lists every interval's."""
     from benchmarks import floor
 
     logged: list[str] = []
@@ -82,6 +83,7 @@ def test_the_floor_benchmark_runs_the_query_over_the_last_interval_alone(fast_sp
     assert report["spark_floor_over_snapshot_cpu"] > 0
     assert len(report["fragments"]) == 1 and " [batch] " in report["fragments"][0]
     assert report["floor_rows_as_spark"] is True
+    assert report["intervals_read"] == {"snapshot": [1, 2], "floor": [2], "floor-spark": [2]}
 
 
 def test_the_incremental_benchmark_measures_the_floor_in_the_same_rounds(fast_spark: Any, spec_path: Path,
