@@ -22,7 +22,10 @@ machine's state hits all alike and no contender always runs after the same one; 
 its garbage before each measured run.
 Measured per time point: executor CPU seconds (Spark's status store) and wall seconds, taken as
 medians over the repetitions; the objective is the spec's weights applied to the median CPU per
-time point. Every delivered result of every run is checked against ``spark.sql`` over that time
+time point. That CPU is the plan's fragments'; landing the time point's intervals (reading the
+sources, writing the landing) is measured apart, per contender (``landing_cpu_median``, and the
+last point's in the verdict): every plan lands the same rows, but one that lands an interval laid
+out pays for the layout there. Every delivered result of every run is checked against ``spark.sql`` over that time
 point's snapshot (:func:`tempura.scheduler.reference.reference`, computed once per time point for
 all contenders); a contender that delivers a wrong result is marked, and left out of the ratios.
 
@@ -79,6 +82,7 @@ class Attempt:
     detail: str = ""
     read_bytes: list[float] = field(default_factory=list)  # per time point: what its fragments selected to read
     bound_bytes: list[float] = field(default_factory=list)  # ... and the intervals landed then plus the buckets pruned reads took
+    landing: list[float] = field(default_factory=list)  # per time point: executor CPU of landing its intervals (not in ``cpu``)
 
     @property
     def verdict(self) -> str:
@@ -125,6 +129,7 @@ class Contender:
             "runs": [{"cpu": a.cpu, "wall": a.wall} for a in self.attempts],
             **({"read_bytes_median": self.median("read_bytes"), "bound_bytes_median": self.median("bound_bytes")}
                if all(a.read_bytes for a in self.attempts) else {}),
+            **({"landing_cpu_median": self.median("landing")} if all(a.landing for a in self.attempts) else {}),
         }
 
 
@@ -172,8 +177,9 @@ def _tempura(spark: SparkSession, spec: Spec, method: str, workdir: Path, conten
     contender.last_plans.add(run.last_digest)
     wrong = [f"t{p.index}: {p.detail}" for p in run.points if p.delivered and not p.correct]
     read, bound = selected_bytes(run.results)
+    landing = [float(r.manifest["run"].get("landing_cpu_seconds") or 0.0) for r in run.results]
     return Attempt([p.cpu_seconds for p in run.points], [p.wall_seconds for p in run.points], not wrong, "; ".join(wrong),
-                   read, bound)
+                   read, bound, landing)
 
 
 def _native(spark: SparkSession, spec: Spec, workdir: Path, references: References) -> Attempt:
@@ -269,6 +275,9 @@ def verdicts(contenders: dict[str, Contender], weights: Sequence[float]) -> dict
     }
     if "batch" in others and others["batch"].median("cpu")[-1] > 0:
         out["ratio_last_point_auto_to_batch"] = last / others["batch"].median("cpu")[-1]
+    landed = {n: c.median("landing")[-1] for n, c in (others | {"auto": auto}).items() if all(a.landing for a in c.attempts)}
+    if landed:  # beside the fragments' CPU: the same for every plan, but for intervals landed laid out
+        out["last_point_landing_cpu"] = landed
     if all(a.read_bytes for a in auto.attempts):
         read, bound = auto.median("read_bytes")[-1], auto.median("bound_bytes")[-1]
         out["last_point_bytes"] = {"read": read, "delta_and_touched": bound,

@@ -600,11 +600,14 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
             click.echo(f"{query.name}: no committed time point yet")
             return
         table = Table(title=f"{query.name}: runs")
-        for column in ("cycle", "t", "time", "method", "est. s", "cpu s", "wall s", "rows in", "late", "re-planned, carried"):
+        for column in ("cycle", "t", "time", "method", "est. s", "cpu s", "wall s", "rows in", "landing cpu s", "late",
+                       "re-planned, carried"):
             table.add_column(column)
         for r in history.runs:
+            landing = r.get("landing_cpu_seconds")
             table.add_row(r["cycle"], str(r["time_index"]), r["time_value"], r["method"], f"{r['estimated_seconds']:.3g}",
                           f"{r['cpu_seconds']:.3g}", f"{r['wall_seconds']:.3g}", str(r["rows_landed"]),
+                          "" if landing is None else f"{landing:.3g}",
                           str((r["late_rows"] or 0) + (r["rejected_rows"] or 0)),
                           (r["reason"] or "") if r["replanned"] or r["method"] == "carry" else "")
         console = _console()

@@ -17,7 +17,7 @@ from scenarios import copy_scenario
 from scenarios.sales_returns.generate import generate
 from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
-from tempura.scheduler.history import ADDED_COLUMNS, FRAGMENT_COLUMNS, History
+from tempura.scheduler.history import ADDED_COLUMNS, FRAGMENT_COLUMNS, RUN_COLUMNS, History
 from tempura.scheduler.runner import Runner
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
@@ -84,12 +84,18 @@ def test_every_method_delivers_the_reference_at_every_time_point(method: str, sp
     recorded = history.fragments()
     assert len(recorded) == sum(len(r.manifest["fragments"]) for r in results)
     assert all(f["jobs"] >= 1 and f["stages"] >= 1 for f in recorded), recorded  # every fragment runs Spark work
+    # landing each interval is measured apart from the fragments: it read the sources' files
+    for row, r in zip(history.runs(), results):
+        landed = r.manifest["landed"]
+        cpu = sum(e["cpu_seconds"] for e in landed.values())
+        assert row["landing_cpu_seconds"] == pytest.approx(cpu) and cpu > 0
+        assert row["landing_bytes_read"] == sum(e["bytes_read"] for e in landed.values()) > 0
 
 
 def test_a_history_from_before_the_stage_columns_gains_them(tmp_path: Path) -> None:
-    """A history whose fragments table has none of the columns added since (jobs and stages run,
-    stages estimated: as written before they existed) keeps its rows and records new ones with
-    them."""
+    """A history whose tables have none of the columns added since (jobs and stages run, stages
+    estimated, what landing cost: as written before they existed) keeps its rows and records new
+    ones with them."""
     import sqlite3
 
     path = tmp_path / "history.sqlite"
@@ -99,6 +105,8 @@ def test_a_history_from_before_the_stage_columns_gains_them(tmp_path: Path) -> N
         db.execute(f"CREATE TABLE fragments ({columns}, PRIMARY KEY (cycle, time_index, fragment))")
         db.execute(f"INSERT INTO fragments ({columns}) VALUES ({', '.join('?' * 16)})",
                    ("c0", 1, "f1", "batch", "SS[1]", "result", 0, 10.0, 0.5, 10, 10, 1.0, 0.2, 100, 100, 0))
+        run_columns = ", ".join(c for c in RUN_COLUMNS if c not in {name for name, _ in ADDED_COLUMNS["runs"]})
+        db.execute(f"CREATE TABLE runs ({run_columns}, PRIMARY KEY (cycle, time_index))")
     db.close()
     history = History(path)
     fragment = {"id": "f1", "method": "ivm", "form": "SD[1,2]", "output": "result", "streaming": False,
@@ -113,6 +121,8 @@ def test_a_history_from_before_the_stage_columns_gains_them(tmp_path: Path) -> N
     assert (new["time_index"], new["method"], new["jobs"], new["stages"]) == (2, "ivm", 2, 3)
     assert (new["estimated_stages"], new["estimated_fixed_seconds"]) == (4, 0.04)
     assert (old["estimated_row_seconds"], old["row_constant"]) == (None, None)
+    (run_row,) = history.runs()
+    assert run_row["rows_landed"] == 5 and run_row["landing_cpu_seconds"] is None  # a run recorded without it
 
 
 STAGE_STARTS = re.compile(r"^\s*(SourceRead|LoadState|Exchange) ", re.MULTILINE)

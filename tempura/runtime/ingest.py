@@ -106,11 +106,14 @@ class Landed:
     absent_deletions: int = 0  # deletions of absent rows dropped (a change feed under ``deletes: lenient``)
     check_cpu_seconds: float = 0.0  # executor CPU of checking a change feed's interval
     layout: Layout | None = None  # hash-bucketed by a key (tempura.runtime.layout), or as it came
+    cpu_seconds: float = 0.0  # executor CPU of landing it: reading the source, writing the interval (and rows set aside)
+    bytes_read: int = 0  # bytes the landing read from the source's files
 
     def to_json(self) -> dict[str, Any]:
         out = {"rows": self.rows, "deletions": self.deletions, "late": self.late, "rejected": self.rejected,
                "null_arrival": self.null_arrival, "absent_deletions": self.absent_deletions,
-               "check_cpu_seconds": self.check_cpu_seconds, "new_files": len(self.new_files), "path": self.path}
+               "check_cpu_seconds": self.check_cpu_seconds, "cpu_seconds": self.cpu_seconds,
+               "bytes_read": self.bytes_read, "new_files": len(self.new_files), "path": self.path}
         return {**out, "layout": self.layout.to_json()} if self.layout is not None else out
 
 

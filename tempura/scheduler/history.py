@@ -6,8 +6,10 @@ SQLite cannot write: it needs a local file with POSIX locks.
 Three tables:
 
 - ``runs``: one row per committed time point — cycle, index, time value, method of the plan that
-  ran, the plan's estimated cost at that time point, measured wall and executor CPU time, rows
-  landed, and whether the remaining time points were re-planned, with the reason;
+  ran, the plan's estimated cost at that time point, measured wall and executor CPU time of its
+  fragments, rows landed and what landing them cost (executor CPU, bytes read from the sources:
+  the same for every plan but one that lands an interval laid out), and whether the remaining
+  time points were re-planned, with the reason;
 - ``fragments``: per fragment of a run, estimated rows and seconds against measured rows, wall
   time, CPU time, bytes read and written, and the Spark jobs and stages it ran against the stages
   the estimate charged and their share of it (each stage costs a fixed amount whatever its input:
@@ -60,6 +62,8 @@ CREATE TABLE IF NOT EXISTS runs (
     replanned INTEGER NOT NULL DEFAULT 0,
     plan_changed INTEGER NOT NULL DEFAULT 0,
     reason TEXT,
+    landing_cpu_seconds REAL,
+    landing_bytes_read INTEGER,
     PRIMARY KEY (cycle, time_index)
 );
 CREATE TABLE IF NOT EXISTS fragments (
@@ -109,7 +113,7 @@ CREATE TABLE IF NOT EXISTS plans (
 
 RUN_COLUMNS = ("cycle", "time_index", "time_value", "committed_at", "mode", "method", "plan_id", "estimated_seconds",
                "wall_seconds", "cpu_seconds", "rows_landed", "late_rows", "rejected_rows", "delivered", "replanned",
-               "plan_changed", "reason")
+               "plan_changed", "reason", "landing_cpu_seconds", "landing_bytes_read")
 PLAN_COLUMNS = ("plan_id", "cycle", "from_index", "method", "cost_vector", "objective", "reason", "created_at")
 FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output", "streaming", "estimated_rows",
                     "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
@@ -118,7 +122,8 @@ FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output
                     "probe_keys", "estimated_row_seconds", "row_constant")
 # Columns the schema gained later, with their types: a history written before them
 # gets them (NULL in its old rows) when it is next opened.
-ADDED_COLUMNS = {"fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"), ("estimated_stages", "REAL"),
+ADDED_COLUMNS = {"runs": (("landing_cpu_seconds", "REAL"), ("landing_bytes_read", "INTEGER")),
+                 "fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"), ("estimated_stages", "REAL"),
                                ("estimated_fixed_seconds", "REAL"), ("fallback", "TEXT"), ("pruned_bytes_read", "INTEGER"),
                                ("pruned_bytes", "INTEGER"), ("pruned_buckets_read", "INTEGER"), ("pruned_buckets", "INTEGER"),
                                ("estimated_buckets_read", "REAL"), ("probe_keys", "REAL"), ("estimated_row_seconds", "REAL"),
@@ -144,7 +149,8 @@ def run_row(manifest: Mapping[str, Any]) -> tuple[Any, ...]:
     return (manifest["cycle"], manifest["index"], str(manifest["time"]), manifest["committed_at"], run["mode"],
             run["method"], run["plan_id"], run["estimated_seconds"], run["wall_seconds"], run["cpu_seconds"],
             run["rows_landed"], run["late_rows"], run["rejected_rows"], manifest.get("delivered"),
-            int(run.get("replanned", False)), int(run.get("plan_changed", False)), run.get("reason"))
+            int(run.get("replanned", False)), int(run.get("plan_changed", False)), run.get("reason"),
+            run.get("landing_cpu_seconds"), run.get("landing_bytes_read"))
 
 
 def fragment_rows(manifest: Mapping[str, Any]) -> list[tuple[Any, ...]]:

@@ -461,7 +461,7 @@ class Runner:
             "run": {"mode": "simulate" if self.simulate else "schedule", "method": "carry", "plan_id": "",
                     "stage_cost": self.spec.cost_constants.stage, "estimated_seconds": 0.0,
                     "wall_seconds": work.wall_seconds, "cpu_seconds": work.cpu_seconds, "key_check_cpu_seconds": 0.0,
-                    "rows_landed": 0, "late_rows": 0, "rejected_rows": 0, "reason": why},
+                    "landing_cpu_seconds": 0.0, "landing_bytes_read": 0, "rows_landed": 0, "late_rows": 0, "rejected_rows": 0, "reason": why},
         }
         reached("manifest", 1)
         self.lock.check()
@@ -579,6 +579,8 @@ class Runner:
                 "wall_seconds": work.wall_seconds,
                 "cpu_seconds": work.cpu_seconds,
                 "key_check_cpu_seconds": checks.cpu_seconds,
+                "landing_cpu_seconds": sum(land.cpu_seconds for land in landed.values()),
+                "landing_bytes_read": sum(land.bytes_read for land in landed.values()),
                 "rows_landed": sum(land.rows for land in landed.values()),
                 "late_rows": sum(land.late for land in landed.values()),
                 "rejected_rows": sum(land.rejected for land in landed.values()),
@@ -855,7 +857,8 @@ class Runner:
             if feed.deletes:
                 deletions = self.spark.read.schema(schema).parquet(uri(final)).where(F.col(OP) == "D").count()
             land = Landed(name, index, total, deletions, new_files=new, path=uri(final), absent_deletions=absent,
-                          check_cpu_seconds=checked.cpu_seconds, layout=layout)
+                          check_cpu_seconds=checked.cpu_seconds, layout=layout, cpu_seconds=written.cpu_seconds,
+                          bytes_read=written.bytes_in)
             if late is not None and self.spec.model.late == "next":
                 land.late = late.count()
                 late = None
@@ -869,6 +872,8 @@ class Runner:
                 with self.meter.measure(f"set aside rows of {name}") as set_aside:
                     write_frame(functools.reduce(lambda a, b: a.unionByName(b), aside), staging)
                 land.rejected = set_aside.rows_written
+                land.cpu_seconds += set_aside.cpu_seconds
+                land.bytes_read += set_aside.bytes_in
                 self.files.delete(target)
                 self.files.rename(staging, target)
             out[name] = land
@@ -931,6 +936,7 @@ def summary(spec: Spec, result: PointResult) -> dict[str, Any]:
         "wall_seconds": run.get("wall_seconds"),
         "cpu_seconds": run.get("cpu_seconds"),
         "rows_landed": run.get("rows_landed"),
+        "landing_cpu_seconds": run.get("landing_cpu_seconds"),
         "late_rows": run.get("late_rows"),
         "rejected_rows": run.get("rejected_rows"),
         "delivered": result.delivered,
