@@ -19,7 +19,10 @@ In the Hive seed's spirit, adapted to Spark:
 - **Filter**: ``T(R) · CPUc`` (Hive); **Project**: one CPUc per computed value.
 - **Window**: rows clustered by the partition columns (an exchange), each partition sorted,
   then one CPUc per call and row.
-- **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary.
+- **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary. Not quite:
+  Spark fuses a union into the stage consuming it only when no other union lies beneath it
+  there; otherwise every row is copied out between them, which is not priced yet
+  (``docs/statistics.md``, cost model).
 - **State write / read** (kept intermediate results): ``Hw · bytes`` and ``Hr · bytes``.
 - **Stages**: a scan or state read (its stage, or its own tasks in a stage it shares with other
   reads), an exchange or gather (the stage reading it) and a state write (the job of the
