@@ -461,7 +461,8 @@ class Runner:
             "run": {"mode": "simulate" if self.simulate else "schedule", "method": "carry", "plan_id": "",
                     "stage_cost": self.spec.cost_constants.stage, "estimated_seconds": 0.0,
                     "wall_seconds": work.wall_seconds, "cpu_seconds": work.cpu_seconds, "key_check_cpu_seconds": 0.0,
-                    "landing_cpu_seconds": 0.0, "landing_bytes_read": 0, "rows_landed": 0, "late_rows": 0, "rejected_rows": 0, "reason": why},
+                    "landing_cpu_seconds": 0.0, "landing_bytes_read": 0, "rows_landed": 0, "late_rows": 0,
+                    "rejected_rows": 0, "reason": why},
         }
         reached("manifest", 1)
         self.lock.check()
