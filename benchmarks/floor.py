@@ -22,8 +22,9 @@ through ``spark.sql``, is measured in the same rounds, to show the difference.
 
 The scenario is landed once by a simulated ``batch`` cycle; the queries then read the same
 landed folders, through the runtime's own reads: a read of the last interval lists and opens
-that interval's folder alone, as a fragment's read of it does (the report's ``intervals_read``). Sources with deletions are not supported (their
-last interval alone is not a bag of rows). Writes ``floor-<scenario>.json`` to the output folder.
+that interval's folder alone, as a fragment's read of it does (the report's ``intervals_read``).
+Sources with deletions are not supported (their last interval alone is not a bag of rows).
+Writes ``floor-<scenario>.json`` to the output folder.
 """
 
 from __future__ import annotations
