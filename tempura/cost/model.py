@@ -46,6 +46,7 @@ class CostConstants:
     dfs_write: float = 6000.0  # Hw: one byte written to table storage (outputs, state)
     file_open: float = 1.2e8  # opening one more file of a table: about as much as reading 128 KiB of it
     stage: float = 1e9  # a stage's fixed work: scheduling and launching its tasks (see below)
+    row_copy: float = 150.0  # one byte of a row an uncompiled union copies out of its input (operators.py)
     executors: int = 2  # copies of a broadcast relation
     partitions: int = 4  # shuffle partitions: partial aggregates emit up to this many rows per group
     broadcast_threshold: float = 10 * MIB  # Spark's autoBroadcastJoinThreshold: what Spark's own planning broadcasts

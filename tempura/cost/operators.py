@@ -19,10 +19,12 @@ In the Hive seed's spirit, adapted to Spark:
 - **Filter**: ``T(R) · CPUc`` (Hive); **Project**: one CPUc per computed value.
 - **Window**: rows clustered by the partition columns (an exchange), each partition sorted,
   then one CPUc per call and row.
-- **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary. Not quite:
-  Spark fuses a union into the stage consuming it only when no other union lies beneath it
-  there; otherwise every row is copied out between them, which is not priced yet
-  (``docs/statistics.md``, cost model).
+- **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary, where
+  Spark compiles it into the stage consuming it. It does so only when no other union lies
+  beneath it in that stage (through filters, projections, a join's streamed side); otherwise
+  the union is interpreted and copies each row out of its input's compiled code:
+  ``row_copy · bytes`` (:func:`SparkCosts.union_copy`). Which unions lie beneath is a property
+  of the physical plan (:attr:`~tempura.memo.properties.Props.union`), so the search adds it.
 - **State write / read** (kept intermediate results): ``Hw · bytes`` and ``Hr · bytes``.
 - **Stages**: a scan or state read (its stage, or its own tasks in a stage it shares with other
   reads), an exchange or gather (the stage reading it) and a state write (the job of the
@@ -140,6 +142,11 @@ class SparkCosts:
 
     def union(self, out: RelStats) -> Cost:
         return Cost(rows=out.rows)
+
+    def union_copy(self, out: RelStats) -> Cost:
+        """What a union costs more where Spark does not compile it into its stage: each row
+        copied out of its input."""
+        return Cost(cpu=self.k.row_copy * out.bytes)
 
     def limit(self, out: RelStats) -> Cost:
         return Cost(cpu=self.k.cpu * out.rows, rows=out.rows)

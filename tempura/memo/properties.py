@@ -28,11 +28,35 @@ needs the input's rows whose key one of the other side's keys holds (an equi-joi
 or an operator passing such an offer down. Every plan of the input meets it; a read of a keyed
 layout (:mod:`tempura.tvr.layout`) prices itself by the buckets the keys touch under it. Layout is
 thus a physical property of the search: the key is the offer's, the bucket count the read's.
+
+Three more properties are delivered only; they follow Spark's compilation of a plan into
+functions (:func:`~tempura.memo.search.outcome`). Spark compiles a union all into the stage
+consuming it only where no other union (and no shuffled join) lies anywhere beneath it. Otherwise
+the union is interpreted, and each row is copied out of its inputs' compiled code. That costs
+nothing more when the stage ends at the union (an exchange or a write reads rows one by one
+anyway), but it does when a compiled operator consumes the rows. :attr:`Props.union` says what
+lies beneath the rows:
+
+- a compiled union on top (:data:`UNION_ON_TOP`, through projections and filters, which Spark
+  moves beneath the union, and which a consuming union merges with);
+- a union or a shuffled join further down (:data:`UNION_INSIDE`);
+- an interpreted union on top (:data:`UNION_INTERPRETED`).
+
+:attr:`Props.copy` is that union's copy, paid by a compiled consumer. :attr:`Props.empty` says the
+relation is proven empty: Spark drops it from a union, and a union left with one input is that
+input.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from tempura.cost.model import Cost
+
+NO_UNION = 0  # Props.union: no union all, no shuffled join beneath the rows
+UNION_ON_TOP = 1  # the rows are a compiled union's, through projections and filters only
+UNION_INSIDE = 2  # a union or a shuffled join lies further down
+UNION_INTERPRETED = 3  # the rows are a union's that Spark does not compile (something beneath blocks it)
 
 ANY_KIND = "any"
 HASH = "hash"
@@ -101,12 +125,19 @@ class Probing:
 class Props:
     """Distribution plus ordering (ascending column names within each partition), and, in
     multi-time-point plans, the time point at which the consumer runs (0: no time) and the
-    consumer's probe of it, if any (an offer: every plan satisfies it)."""
+    consumer's probe of it, if any (an offer: every plan satisfies it). Delivered only (no
+    requirement sets them): ``union``, what lies beneath the rows that keeps a union over them
+    from being compiled (:data:`NO_UNION` … :data:`UNION_INTERPRETED`), ``copy``, what a compiled
+    operator consuming the rows in their stage pays to have them copied to it (an interpreted
+    union's), and ``empty``, whether the relation is proven empty."""
 
     distribution: Distribution = ANY
     ordering: tuple[str, ...] = ()
     time: int = 0
     probe: Probing | None = None
+    union: int = NO_UNION
+    copy: Cost | None = None
+    empty: bool = False
 
     def satisfies(self, required: Props) -> bool:
         if not self.distribution.satisfies(required.distribution):

@@ -20,6 +20,7 @@ Physical alternatives come from implementation rules and enforcers supplied by t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
@@ -28,7 +29,7 @@ from tempura.algebra import LogicalPlan
 from tempura.cost.model import Cost
 from tempura.errors import TempuraError
 from tempura.memo.memo import Group, Memo
-from tempura.memo.properties import NO_PROPS, Props
+from tempura.memo.properties import NO_PROPS, NO_UNION, UNION_INSIDE, UNION_INTERPRETED, UNION_ON_TOP, Props
 from tempura.stats.relation import RelStats
 
 
@@ -41,6 +42,10 @@ class Alternative:
     operator implements (``None`` for enforcers and other operators that change nothing
     logically). ``hint`` is what the runtime needs to pin the choice in Spark (a join's strategy
     and build side; a keyed read's column).
+
+    ``fusion`` is how the operator takes part in Spark's compilation of a plan into functions
+    (:data:`COMPILED` … :data:`KEPT`); ``unfused``, a union's, is the copy of its rows where Spark
+    does not compile it (:attr:`Props.copy`). See :func:`outcome`.
     """
 
     operator: str
@@ -54,6 +59,51 @@ class Alternative:
     enforcer: bool = False
     passthrough: tuple[int, ...] = ()
     full: Cost | None = None
+    fusion: str = "compiled"
+    unfused: Cost | None = None
+
+
+# How an operator takes part in Spark's compilation of a plan into functions (``Alternative.fusion``)
+COMPILED = "compiled"  # compiled into its stage: it reads its inputs' rows there
+TRANSPARENT = "transparent"  # moved beneath a union it reads (a projection, a filter)
+UNION = "union"  # a union all
+MULTI_INPUT = "multi-input"  # compiled over several inputs' partitions (a shuffled join): no union over it compiles
+EXCHANGE = "exchange"  # ends its input's stage and reads its rows one by one (an exchange, a broadcast, a gather)
+KEPT = "kept"  # a read of a kept state: what computed it is another job's
+
+
+def outcome(alt: Alternative, delivered: Sequence[Props]) -> tuple[Cost | None, Props]:
+    """What ``alt``'s own cost gains over inputs delivering ``delivered`` (``None``: nothing), and
+    the delivered properties that follow Spark's compilation of plans (:attr:`Props.union`,
+    :attr:`Props.copy`, :attr:`Props.empty`; a leaf says itself whether it is empty).
+
+    Spark (4.3, adaptive execution off, as tempura runs its plans) compiles a union only when no
+    other union and no shuffled join lies anywhere beneath it, across exchanges too. A union
+    drops its empty inputs; left with one, it is that input. Otherwise it merges with the
+    compiled unions on top of its inputs, and is interpreted when anything else beneath blocks
+    it: then a compiled operator reading its rows in the stage pays :attr:`Alternative.unfused`
+    (an exchange or a write, which read rows one by one anyway, do not)."""
+    if not alt.children:
+        return None, Props(empty=alt.deliver([]).empty)
+    if alt.fusion == KEPT:
+        return None, NO_PROPS
+    if alt.fusion == UNION and alt.unfused is not None:
+        live = [p for p in delivered if not p.empty]
+        if len(live) < 2:
+            return None, (Props(union=live[0].union, copy=live[0].copy) if live else Props(empty=True))
+        if any(p.union in (UNION_INSIDE, UNION_INTERPRETED) for p in live):
+            return None, Props(union=UNION_INTERPRETED, copy=alt.unfused)
+        return None, Props(union=UNION_ON_TOP)
+    if alt.fusion == TRANSPARENT:
+        (only,) = delivered
+        return None, only
+    beneath = alt.fusion == MULTI_INPUT or any(p.union != NO_UNION for p in delivered)
+    extra: Cost | None = None
+    if alt.fusion != EXCHANGE:
+        for p in delivered:
+            if p.copy is not None:
+                extra = p.copy if extra is None else extra + p.copy
+    return extra, Props(union=UNION_INSIDE if beneath else NO_UNION)
 
 
 class Implementer(Protocol):
@@ -68,6 +118,7 @@ class Winner:
     total: float
     cost: Cost
     delivered: Props
+    own: Cost | None = None  # the alternative's own cost with what its inputs add (None: as it is)
 
 
 @dataclass
@@ -158,13 +209,20 @@ class Search:
                 total += won.total
                 cost = cost + won.cost
                 delivered.append(won.delivered)
+            extra, fused = outcome(alt, delivered) if total < limit else (None, NO_PROPS)
+            if extra is not None:
+                total += extra.total
+                cost = cost + extra
             if total >= limit:
                 self.stats.pruned += 1
                 continue
             props = alt.deliver(delivered)
             if not props.satisfies(required):
                 continue
-            best = Winner(alt, total, cost.with_rows(group.stats.rows), props)
+            if (props.union, props.copy, props.empty) != (fused.union, fused.copy, fused.empty):
+                props = dataclasses.replace(props, union=fused.union, copy=fused.copy, empty=fused.empty)
+            own = None if extra is None else (alt.own + extra).with_rows(alt.own.rows)
+            best = Winner(alt, total, cost.with_rows(group.stats.rows), props, own)
             limit = total
         return best
 
@@ -191,7 +249,7 @@ class Search:
             children=children,
             group=g.id,
             stats=g.stats,
-            own=alt.own,
+            own=won.own if won.own is not None else alt.own,
             cumulative=won.cost,
             delivered=won.delivered,
             logical=alt.logical,

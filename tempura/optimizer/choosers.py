@@ -28,6 +28,7 @@ from typing import Hashable, cast
 
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import Alternative, Memo, Search
+from tempura.memo.search import outcome
 from tempura.memo.properties import NO_PROPS, Props
 from tempura.mqo.instance import Candidate, Instance, Op, Pruned, keep_times
 from tempura.mqo.select import Selection
@@ -168,6 +169,9 @@ class MemoInstance:
         if not alt.deliver(delivered).satisfies(required.at(0)):
             return None
         own = alt.own
+        extra, _ = outcome(alt, delivered)  # an interpreted union's rows copied, as its inputs' plans stand
+        if extra is not None:
+            own = own + extra
         assert isinstance(own, CostVector)
         return Op(own.total, tuple(children), -1, alt.operator), alt
 

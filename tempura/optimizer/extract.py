@@ -20,6 +20,7 @@ from tempura.cost.model import format_time
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import GroupRef, Memo
 from tempura.memo.properties import Props
+from tempura.memo.search import outcome
 from tempura.optimizer.choosers import Pick
 from tempura.optimizer.keys import state_keys
 from tempura.optimizer.layouts import find_merges, find_probes
@@ -119,6 +120,7 @@ class Extractor:
         self._described = {self.memo.find(g): f"{f.describe()} of {template_text(memo, t)}"
                            for (t, f), g in expansion._forms.items()}
         self.used: set[int] = set()  # the groups the fragments compute
+        self._unions: dict[Hashable, Props] = {}  # handle -> its plan's union and emptiness (_delivered)
         self._built: dict[str, _Building] = {}  # fragment id -> what its plan was built from
 
     def deliver(self, group: int, time: int, columns: list[str]) -> Fragment:
@@ -219,6 +221,9 @@ class Extractor:
             return self._state_read(state.id, pick.group, into, stats)
         alt = pick.alternative
         own = alt.own if alt.full is None else alt.full  # a keyed read is priced with the plan's layouts
+        extra, _ = outcome(alt, [self._delivered(c) for c in pick.children])
+        if extra is not None:
+            own = own + extra
         assert isinstance(own, CostVector)
         into.cost = into.cost + own
         lines.append(f"{'  ' * depth}{alt.operator} {alt.details}  rows={stats.rows:.4g} cost={format_time(own.times[props.time - 1])}")
@@ -242,6 +247,19 @@ class Extractor:
             strategy, side = alt.hint.split(":")
             hints[plan] = (strategy, side)
         return plan
+
+    def _delivered(self, handle: Hashable) -> Props:
+        """The delivered properties of the picked plan of ``handle`` that follow Spark's
+        compilation of stages (:func:`~tempura.memo.search.outcome`); a load of a state starts
+        a stage."""
+        known = self._unions.get(handle)
+        if known is None:
+            pick = self.chooser.pick(handle)
+            known = Props()
+            if pick.alternative is not None:
+                known = outcome(pick.alternative, [self._delivered(c) for c in pick.children])[1]
+            self._unions[handle] = known
+        return known
 
     def _state_read(self, state_id: str, group: int, into: _Building, stats: RelStats) -> LogicalPlan:
         lowered = StateRead(state_id, tuple(self.memo.group(group).schema.fields)).lower([])

@@ -52,6 +52,7 @@ from tempura.algebra import (
 from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.memo import Alternative, Group, GroupRef, Memo
+from tempura.memo.search import EXCHANGE, TRANSPARENT, UNION
 from tempura.memo.properties import (
     BROADCAST,
     BROADCASTED,
@@ -170,7 +171,7 @@ class SparkImplementer:
             return []
         child = self._child(expr.input, joins.passable(required, set(expr.input.schema.names)))
         return [Alternative("Filter", expr.details(), child, self.costs.filter(self._stats(expr.input), group.stats), _keep, expr,
-                            passthrough=(0,), rule=FILTER.name)]
+                            passthrough=(0,), rule=FILTER.name, fusion=TRANSPARENT)]
 
     def _project_rule(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
         assert isinstance(expr, Project)
@@ -185,7 +186,8 @@ class SparkImplementer:
         sorts = []
         if self.enabled(GLOBAL_SORT):
             own = (c.shuffle(source) + c.sort(source)).with_rows(out.rows)
-            sorts.append(Alternative("Sort", f"global {expr.details()}", child, own, _const(NO_PROPS), expr, rule=GLOBAL_SORT.name))
+            sorts.append(Alternative("Sort", f"global {expr.details()}", child, own, _const(NO_PROPS), expr, rule=GLOBAL_SORT.name,
+                                     fusion=EXCHANGE))
         if self.enabled(SINGLE_TASK_SORT_RULE) and source.bytes <= c.k.broadcast_threshold:
             sorts.append(Alternative("Sort", f"single {expr.details()}", child, c.sort(source).with_rows(out.rows),
                                      _const(NO_PROPS), expr, hint=SINGLE_TASK_SORT, rule=SINGLE_TASK_SORT_RULE.name))
@@ -232,7 +234,7 @@ class SparkImplementer:
             return back if back is not None else NO_PROPS
 
         return Alternative("Project", expr.details(), self._child(expr.input, child_required), own, deliver, expr,
-                           passthrough=(0,))
+                           passthrough=(0,), fusion=TRANSPARENT)
 
     def _limit(self, group: Group, expr: Limit) -> list[Alternative]:
         c = self.costs
@@ -240,7 +242,7 @@ class SparkImplementer:
         alternatives = [
             Alternative("Limit", expr.details(), self._child(expr.input, NO_PROPS),
                         (c.limit(out) + c.gather(out)).with_rows(out.rows), lambda _d: Props(SINGLE_PARTITION), expr,
-                        rule=LIMIT.name)
+                        rule=LIMIT.name, fusion=EXCHANGE)
         ] if self.enabled(LIMIT) else []
         source_ref = expr.input
         assert isinstance(source_ref, GroupRef)
@@ -253,7 +255,7 @@ class SparkImplementer:
                     alternatives.append(
                         Alternative("TakeOrderedAndProject", f"{expr.details()} {sort.details()}",
                                     self._child(sort.input, NO_PROPS), own, lambda _d: Props(SINGLE_PARTITION),
-                                    template, rule=TAKE_ORDERED.name)
+                                    template, rule=TAKE_ORDERED.name, fusion=EXCHANGE)
                     )
         return alternatives
 
@@ -264,7 +266,8 @@ class SparkImplementer:
         if isinstance(expr, Union) and expr.all:
             if not self.enabled(UNION_ALL):
                 return None
-            return Alternative("Union", expr.details(), children, c.union(out), lambda _d: NO_PROPS, expr, rule=UNION_ALL.name)
+            return Alternative("Union", expr.details(), children, c.union(out), lambda _d: NO_PROPS, expr, rule=UNION_ALL.name,
+                               fusion=UNION, unfused=c.union_copy(out))
         if not self.enabled(HASH_SET_OPERATION):
             return None
         both = RelStats(left.rows + right.rows, max(left.row_size, right.row_size), {})
@@ -293,13 +296,13 @@ class SparkImplementer:
             (keys,) = dist.keys
             delivered = Props(Distribution.hashed(*keys))
             return [Alternative("Exchange", f"hashpartitioning({', '.join(keys)})", ((group.id, NO_PROPS),),
-                                c.shuffle(stats), _const(delivered), enforcer=True, rule=HASH_EXCHANGE.name)]
+                                c.shuffle(stats), _const(delivered), enforcer=True, rule=HASH_EXCHANGE.name, fusion=EXCHANGE)]
         if dist.kind == SINGLE and self.enabled(SINGLE_EXCHANGE):
             return [Alternative("Exchange", "SinglePartition", ((group.id, NO_PROPS),), c.gather(stats),
-                                _const(Props(SINGLE_PARTITION)), enforcer=True, rule=SINGLE_EXCHANGE.name)]
+                                _const(Props(SINGLE_PARTITION)), enforcer=True, rule=SINGLE_EXCHANGE.name, fusion=EXCHANGE)]
         if dist.kind == BROADCAST and self.enabled(BROADCAST_EXCHANGE):
             return [Alternative("BroadcastExchange", "", ((group.id, NO_PROPS),), c.broadcast(stats),
-                                _const(Props(BROADCASTED)), enforcer=True, rule=BROADCAST_EXCHANGE.name)]
+                                _const(Props(BROADCASTED)), enforcer=True, rule=BROADCAST_EXCHANGE.name, fusion=EXCHANGE)]
         return []
 
 

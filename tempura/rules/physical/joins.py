@@ -46,6 +46,7 @@ from tempura.algebra import Join, JoinKind
 from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.memo import Alternative, Group, GroupRef, Memo
+from tempura.memo.search import COMPILED, MULTI_INPUT
 from tempura.memo.properties import ANY, BROADCASTED, HASH, NO_PROPS, Distribution, Props, restrict
 from tempura.rules.base import Implementation
 from tempura.stats.estimate import split_join_condition
@@ -128,8 +129,10 @@ def implement_join(
     def alt(name: str, rule: Implementation, children: tuple[tuple[int, Props], ...], own: Cost,
             deliver: Callable[[list[Props]], Props], hint: str | None, details: str, passthrough: tuple[int, ...] = ()) -> None:
         text = f"{shape.text}{(' ' + details) if details else ''}"
+        shuffled = rule in (SHUFFLED_HASH_JOIN, SORT_MERGE_JOIN)  # Spark's joins over both sides' partitions
         alternatives.append(
-            Alternative(name, text, children, own.with_rows(out.rows), deliver, join, hint, rule.name, passthrough=passthrough)
+            Alternative(name, text, children, own.with_rows(out.rows), deliver, join, hint, rule.name, passthrough=passthrough,
+                        fusion=MULTI_INPUT if shuffled else COMPILED)
         )
 
     def stream(index: int) -> Callable[[list[Props]], Props]:

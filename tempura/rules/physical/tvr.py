@@ -49,6 +49,7 @@ from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.cost.vector import CostVector, Objective
 from tempura.memo import Alternative, Group, GroupRef, Memo
+from tempura.memo.search import KEPT
 from tempura.memo.properties import BROADCAST, BROADCASTED, NO_PROPS, SINGLE_PARTITION, Probing, Props
 from tempura.algebra import PartialAggregate
 from tempura.rules.base import Implementation
@@ -293,7 +294,7 @@ class TimedImplementer:
     def _empty(self, group: Group, required: Props) -> Alternative:
         """A proven-empty group as an empty relation: no cost, and any distribution or order."""
         delivered = Props(BROADCASTED if required.distribution.kind == BROADCAST else SINGLE_PARTITION,
-                          required.ordering, required.time)
+                          required.ordering, required.time, empty=True)
         why = self.prover.why(group.id) if self.prover is not None else ""
         return Alternative(EMPTY, why, (), CostVector.zero(self.objective).with_rows(0.0),  # type: ignore[arg-type]
                            lambda _d: delivered, Values(tuple(group.schema.fields), ()), None, "empty")
@@ -305,8 +306,11 @@ class TimedImplementer:
 
     def _at(self, alt: Alternative, time: int) -> Alternative:
         own = alt.own if isinstance(alt.own, CostVector) else CostVector.at(time, alt.own, self.objective)
+        unfused = alt.unfused
+        if unfused is not None and not isinstance(unfused, CostVector):
+            unfused = CostVector.at(time, unfused, self.objective).with_rows(0.0)  # type: ignore[assignment]
         return dataclasses.replace(alt, children=tuple((child, props.at(time)) for child, props in alt.children),
-                                   own=own)  # type: ignore[arg-type]
+                                   own=own, unfused=unfused)  # type: ignore[arg-type]
 
     def committed_at(self, group: int) -> int | None:
         """The time point a committed state of ``group`` was saved at, if there is one."""
@@ -337,7 +341,7 @@ class TimedImplementer:
                 Alternative(LOAD, f"saved at t{earlier}{', keyed by ' + probe.column if keyed and probe else ''}",
                             ((group.id, NO_PROPS.at(earlier)),), (saved + read).with_rows(stats.rows),  # type: ignore[arg-type]
                             _any, None, None, KEYED_READ.name if keyed else "load-state", enforcer=True,
-                            full=(saved + whole).with_rows(stats.rows) if keyed else None)  # type: ignore[arg-type]
+                            full=(saved + whole).with_rows(stats.rows) if keyed else None, fusion=KEPT)  # type: ignore[arg-type]
             )
         return out
 
