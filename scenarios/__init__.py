@@ -9,19 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 ROOT = Path(__file__).resolve().parent
-DATA_FORMAT = 2
-"""How the scenarios write their data (2: arriving tables in arrival order); a copy written in
-another format is written again."""
-
-
-def in_arrival_order(frame: DataFrame, column: str, files: int = 2) -> DataFrame:
-    """``frame`` as ``files`` files of consecutive ranges of ``column``, each sorted by it: as
-    data written while it arrives lies. A landing filtering an interval's rows by ``column`` then
-    reads only the parquet row groups whose statistics overlap the interval."""
-    return frame.repartitionByRange(files, column).sortWithinPartitions(column)
 
 
 def names() -> list[str]:
@@ -64,12 +54,10 @@ def prepared_scenario(spark: SparkSession, name: str, into: Path, scale: float) 
 
     spec = copy_scenario(name, into)
     marker = spec.parent / "data" / ".scale.json"
-    if marker.exists():
-        written = json.loads(marker.read_text())
-        if written.get("scale") == scale and written.get("format") == DATA_FORMAT:
-            return spec
+    if marker.exists() and json.loads(marker.read_text()).get("scale") == scale:
+        return spec
     marker.unlink(missing_ok=True)
     generate = importlib.import_module(f"scenarios.{name}.generate").generate
     counts = generate(spark, spec.parent, scale)
-    marker.write_text(json.dumps({"scale": scale, "format": DATA_FORMAT, "rows": counts}))
+    marker.write_text(json.dumps({"scale": scale, "rows": counts}))
     return spec

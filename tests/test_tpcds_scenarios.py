@@ -105,27 +105,7 @@ def test_every_scenario_delivers_the_reference_at_every_time_point(spark: Any, f
         assert all(p.delivered for p in run.points), name
         wrong += [f"{name} t{p.index}: {p.detail}" for p in run.points if not p.correct]
         assert reference(spark, spec, spec.cycle(0), k).count() > 0, name  # type: ignore[arg-type]
-        if name == "tpcds_sales_returns":  # the sales in arrival order: the last landing reads its quarter's files
-            landed = run.results[-1].manifest["landed"]["store_sales"]
-            size = sum(f.stat().st_size for f in (folder / name / "data" / "store_sales").glob("*.parquet"))
-            assert 0 < landed["bytes_read"] < 0.75 * size, (landed["bytes_read"], size)
     assert not wrong, wrong
-
-
-def test_the_arriving_tables_are_written_in_arrival_order(spark: Any, folder: Path) -> None:
-    """Each file of the sales and the returns holds a range of arrival values of its own, in
-    order, as data written while it arrives does: the landing of an interval skips the others."""
-    from pyspark.sql import functions as F
-
-    for table, column in shared.ARRIVAL.items():
-        frame = spark.read.parquet(str(folder / "tpcds_sales_returns" / "data" / table))
-        files = sorted(frame.select(F.input_file_name().alias("f"), column).groupBy("f")
-                       .agg(F.min(column).alias("lo"), F.max(column).alias("hi")).collect(), key=lambda r: r["lo"])
-        assert len(files) >= 2, table
-        assert all(a["hi"] <= b["lo"] for a, b in zip(files, files[1:])), (table, files)
-        for row in files:
-            values = [r[0] for r in spark.read.parquet(row["f"]).select(column).collect()]
-            assert values == sorted(values), (table, row["f"])
 
 
 def test_late_returns_read_only_the_time_slices_their_tickets_reach(spark: Any, folder: Path, tmp_path: Path) -> None:

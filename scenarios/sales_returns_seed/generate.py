@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scenarios import generator_main, in_arrival_order
+from scenarios import generator_main
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,7 +42,7 @@ def generate(spark: SparkSession, out: Path, scale: float) -> dict[str, int]:
         "CAST(10 + pmod(hash(id, 2), 490) AS BIGINT) AS price",
         f"CAST({second} AS INT) AS second",
     )
-    in_arrival_order(sales.selectExpr("o_id", "category", "price", f"{_at('second')} AS arrived_at"), "arrived_at") \
+    sales.selectExpr("o_id", "category", "price", f"{_at('second')} AS arrived_at") \
         .write.mode("overwrite").parquet(str(out / "data" / "sales"))
     v = "(pmod(hash(o_id, 5), 1000003) / 1000003.0)"  # uniform in [0, 1): where in its window
     w = "(pmod(hash(o_id, 6), 1000003) / 1000003.0)"  # by noon or not, for a morning sale
@@ -59,7 +59,7 @@ def generate(spark: SparkSession, out: Path, scale: float) -> dict[str, int]:
         )
         .selectExpr("o_id", "cost", f"{_at('at_second')} AS arrived_at")
     )
-    in_arrival_order(returned, "arrived_at").write.mode("overwrite").parquet(str(out / "data" / "returns"))
+    returned.write.mode("overwrite").parquet(str(out / "data" / "returns"))
     return {"sales": sales_rows, "returns": spark.read.parquet(str(out / "data" / "returns")).count()}
 
 

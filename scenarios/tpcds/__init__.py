@@ -21,8 +21,7 @@ time points of :data:`EVERY` days from :data:`START`; their cycle covers the who
   (``arrival: {by: file}``, ``expected: [1, 0, 0, 0]``) and never change.
 
 The TPC-DS data of a scale is generated once into a cache folder beside the scenario's, then
-each scenario writes the tables its query reads under its own ``data/``: the arriving tables in
-arrival order (:func:`scenarios.in_arrival_order`), as data written while it arrives lies.
+each scenario writes the tables its query reads under its own ``data/``.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from scenarios import in_arrival_order
 from tempura import tpcds
 
 if TYPE_CHECKING:
@@ -50,7 +48,6 @@ RETURN_LAG = 180
 """The most days a return lands after its ticket (``arrival.within`` of ``store_returns``)."""
 
 ARRIVING = ("store_sales", "store_returns")
-ARRIVAL = {"store_sales": "ss_ticket_date_sk", "store_returns": "sr_returned_date_sk"}
 
 
 def cache_folder(out: Path, scale: float) -> Path:
@@ -83,15 +80,12 @@ def shaped(spark: SparkSession, raw: Path, table: str) -> DataFrame:
 
 def generate(spark: SparkSession, out: Path, scale: float, tables: tuple[str, ...]) -> dict[str, int]:
     """Write ``tables`` of TPC-DS at ``scale`` as ``out/data/<table>`` (parquet, ``store_sales``
-    with ``ss_ticket_date_sk``; the arriving tables in arrival order); returns each table's row
-    count."""
+    with ``ss_ticket_date_sk``); returns each table's row count."""
     raw = tpcds.generate(scale, cache_folder(out, scale)).parent
     counts = {}
     for table in tables:
         target = out / "data" / table
-        frame = shaped(spark, raw, table)
-        frame = in_arrival_order(frame, ARRIVAL[table]) if table in ARRIVING else frame.coalesce(1)
-        frame.write.mode("overwrite").parquet(str(target))
+        shaped(spark, raw, table).coalesce(2 if table in ARRIVING else 1).write.mode("overwrite").parquet(str(target))
         counts[table] = spark.read.parquet(str(target)).count()
     return counts
 

@@ -6,8 +6,7 @@ Orders and line items *arrive by order date*: ``orders`` carries ``o_orderdate``
 the first time point (``arrival: {by: file}``, ``expected: [1, 0, 0, 0]``) and never change.
 
 The TPC-H data of a scale is generated once (``tempura.tpch.generate``) into a cache folder beside
-the scenario's, then each scenario writes the tables its query reads under its own ``data/``:
-orders and line items in arrival order (:func:`scenarios.in_arrival_order`).
+the scenario's, then each scenario writes the tables its query reads under its own ``data/``.
 """
 
 from __future__ import annotations
@@ -15,14 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from scenarios import in_arrival_order
 from tempura import tpch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ARRIVING = ("orders", "lineitem")
-ARRIVAL = {"orders": "o_orderdate", "lineitem": "l_orderdate"}
 
 
 def cache_folder(out: Path, scale: float) -> Path:
@@ -32,7 +29,7 @@ def cache_folder(out: Path, scale: float) -> Path:
 
 def generate(spark: SparkSession, out: Path, scale: float, tables: tuple[str, ...]) -> dict[str, int]:
     """Write ``tables`` of TPC-H at ``scale`` as ``out/data/<table>`` (parquet, ``lineitem`` with
-    ``l_orderdate``; the arriving tables in arrival order); returns each table's row count."""
+    ``l_orderdate``); returns each table's row count."""
     raw = tpch.generate(scale, cache_folder(out, scale)).parent
     counts = {}
     for table in tables:
@@ -41,8 +38,7 @@ def generate(spark: SparkSession, out: Path, scale: float, tables: tuple[str, ..
             dates = spark.read.parquet(str(raw / "orders.parquet")).selectExpr("o_orderkey", "o_orderdate AS l_orderdate")
             frame = frame.join(dates, frame["l_orderkey"] == dates["o_orderkey"]).drop("o_orderkey")
         target = out / "data" / table
-        frame = in_arrival_order(frame, ARRIVAL[table]) if table in ARRIVING else frame.coalesce(1)
-        frame.write.mode("overwrite").parquet(str(target))
+        frame.coalesce(2 if table in ARRIVING else 1).write.mode("overwrite").parquet(str(target))
         counts[table] = spark.read.parquet(str(target)).count()
     return counts
 
