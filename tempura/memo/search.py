@@ -33,6 +33,15 @@ from tempura.memo.properties import NO_PROPS, NO_UNION, UNION_INSIDE, UNION_INTE
 from tempura.stats.relation import RelStats
 
 
+# How an operator takes part in Spark's compilation of a plan into functions (``Alternative.fusion``)
+COMPILED = "compiled"  # compiled into its stage: it reads its inputs' rows there
+TRANSPARENT = "transparent"  # moved beneath a union it reads (a projection, a filter)
+UNION = "union"  # a union all
+MULTI_INPUT = "multi-input"  # compiled over several inputs' partitions (a shuffled join): no union over it compiles
+EXCHANGE = "exchange"  # ends its input's stage and reads its rows one by one (an exchange, a broadcast, a gather)
+KEPT = "kept"  # a read of a kept state: what computed it is another job's
+
+
 @dataclass(frozen=True)
 class Alternative:
     """One physical way to produce a group under a required property.
@@ -59,17 +68,8 @@ class Alternative:
     enforcer: bool = False
     passthrough: tuple[int, ...] = ()
     full: Cost | None = None
-    fusion: str = "compiled"
+    fusion: str = COMPILED
     unfused: Cost | None = None
-
-
-# How an operator takes part in Spark's compilation of a plan into functions (``Alternative.fusion``)
-COMPILED = "compiled"  # compiled into its stage: it reads its inputs' rows there
-TRANSPARENT = "transparent"  # moved beneath a union it reads (a projection, a filter)
-UNION = "union"  # a union all
-MULTI_INPUT = "multi-input"  # compiled over several inputs' partitions (a shuffled join): no union over it compiles
-EXCHANGE = "exchange"  # ends its input's stage and reads its rows one by one (an exchange, a broadcast, a gather)
-KEPT = "kept"  # a read of a kept state: what computed it is another job's
 
 
 def outcome(alt: Alternative, delivered: Sequence[Props]) -> tuple[Cost | None, Props]:
@@ -87,7 +87,7 @@ def outcome(alt: Alternative, delivered: Sequence[Props]) -> tuple[Cost | None, 
         return None, Props(empty=alt.deliver([]).empty)
     if alt.fusion == KEPT:
         return None, NO_PROPS
-    if alt.fusion == UNION and alt.unfused is not None:
+    if alt.fusion == UNION:
         live = [p for p in delivered if not p.empty]
         if len(live) < 2:
             return None, (Props(union=live[0].union, copy=live[0].copy) if live else Props(empty=True))
