@@ -26,8 +26,9 @@ time point. That CPU is the plan's fragments'; landing the time point's interval
 sources, writing the landing) is measured apart, per contender (``landing_cpu_median``, and the
 last point's in the verdict): every plan lands the same rows, but one that lands an interval laid
 out pays for the layout there. Every delivered result of every run is checked against
-``spark.sql`` over that time point's snapshot (:func:`tempura.scheduler.reference.reference`, computed once per time point for
-all contenders); a contender that delivers a wrong result is marked, and left out of the ratios.
+``spark.sql`` over that time point's snapshot (:func:`tempura.scheduler.reference.reference`,
+computed once per time point for all contenders); a contender that delivers a wrong result is
+marked, and left out of the ratios.
 
 Where ``auto``'s plan runs the same fragments as another contender's (equal
 :func:`~tempura.scheduler.simulation.plan_digest`), the verdict says so (``same_plan_as``): the

@@ -20,11 +20,12 @@ In the Hive seed's spirit, adapted to Spark:
 - **Window**: rows clustered by the partition columns (an exchange), each partition sorted,
   then one CPUc per call and row.
 - **Union all**: free in Spark (a narrow concatenation), unlike Hive's job boundary, where
-  Spark compiles it into the stage consuming it. It does so only when no other union lies
-  beneath it in that stage (through filters, projections, a join's streamed side); otherwise
-  the union is interpreted and copies each row out of its input's compiled code:
-  ``row_copy · bytes`` (:func:`SparkCosts.union_copy`). Which unions lie beneath is a property
-  of the physical plan (:attr:`~tempura.memo.properties.Props.union`), so the search adds it.
+  Spark compiles it into the stage consuming it. It does so only when no other union and no
+  shuffled join lies anywhere beneath it (across exchanges too, adaptive execution being off);
+  otherwise the union is interpreted, and a compiled operator reading its rows pays for each
+  one copied out of its inputs' compiled code: ``row_copy · bytes``
+  (:func:`SparkCosts.union_copy`). What lies beneath is a property of the physical plan
+  (:attr:`~tempura.memo.properties.Props.union`), so the search adds it.
 - **State write / read** (kept intermediate results): ``Hw · bytes`` and ``Hr · bytes``.
 - **Stages**: a scan or state read (its stage, or its own tasks in a stage it shares with other
   reads), an exchange or gather (the stage reading it) and a state write (the job of the

@@ -120,7 +120,7 @@ class Extractor:
         self._described = {self.memo.find(g): f"{f.describe()} of {template_text(memo, t)}"
                            for (t, f), g in expansion._forms.items()}
         self.used: set[int] = set()  # the groups the fragments compute
-        self._unions: dict[Hashable, Props] = {}  # handle -> its plan's union and emptiness (_delivered)
+        self._fused: dict[Hashable, Props] = {}  # handle -> its plan's union, pending copy and emptiness (_delivered)
         self._built: dict[str, _Building] = {}  # fragment id -> what its plan was built from
 
     def deliver(self, group: int, time: int, columns: list[str]) -> Fragment:
@@ -252,13 +252,13 @@ class Extractor:
         """The delivered properties of the picked plan of ``handle`` that follow Spark's
         compilation of stages (:func:`~tempura.memo.search.outcome`); a load of a state starts
         a stage."""
-        known = self._unions.get(handle)
+        known = self._fused.get(handle)
         if known is None:
             pick = self.chooser.pick(handle)
             known = Props()
             if pick.alternative is not None:
                 known = outcome(pick.alternative, [self._delivered(c) for c in pick.children])[1]
-            self._unions[handle] = known
+            self._fused[handle] = known
         return known
 
     def _state_read(self, state_id: str, group: int, into: _Building, stats: RelStats) -> LogicalPlan:
