@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from tempura.catalog import FILE_FORMATS, read_catalog_table, reader_error
 from tempura.errors import CatalogError, ExecutionError
@@ -131,15 +131,13 @@ def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = N
     table through the catalog, its files listed afresh. ``columns``: the columns every file of a
     typed format (parquet, ORC) is known to have, names and types, which Spark then takes instead
     of reading a footer for them; ignored for other formats, whose types Spark infers from data."""
-    from pyspark.sql import functions as F
 
     if feed.table is not None and paths is None:
         try:
             frame = read_catalog_table(spark, feed.table, f"source '{feed.name}'")
         except CatalogError as error:
             raise ExecutionError(str(error)) from None
-        # A Hive table's reader names a local file file:/x, the file system's listing file:///x.
-        return frame.withColumn(FILE, F.regexp_replace(F.input_file_name(), "^file:/(?!/)", "file:///"))
+        return with_file(frame)
     reader = spark.read.format(feed.format).options(**dict(feed.options))
     if feed.schema:
         reader = reader.schema(", ".join(f"{quote_identifier(c)} {t}" for c, t in feed.schema.items()))
@@ -147,11 +145,33 @@ def read_source(spark: SparkSession, feed: Feed, paths: Sequence[str] | None = N
         reader = reader.schema(columns)
     try:
         frame = reader.load(list(paths) if paths is not None else uri(feed.location))
-        return frame.withColumn(FILE, F.input_file_name())
+        return with_file(frame)
     except _spark_errors() as error:
         missing = reader_error(error, feed.format)  # a format no jar on the classpath provides
         why = missing if "not on the classpath" in missing else spark_error_message(error)
         raise ExecutionError(f"source '{feed.name}': cannot read {feed.location}: {why}") from None
+
+
+def with_file(frame: DataFrame) -> DataFrame:
+    """``frame`` with each row's file (``__file``), named as the file system's listing names it.
+
+    Taken from the file source's ``_metadata.file_path``, a column of the scan: deterministic, so
+    the optimizer still pushes a filter on the data columns (an interval's arrival bounds) into
+    the reader, where parquet skips the row groups outside it, and a filter on the file prunes
+    files. ``input_file_name()`` would stop both: a filter is not pushed beneath a
+    nondeterministic projection. It is the fallback for a relation without file metadata (a Hive
+    text table) or with a column of that name."""
+    from pyspark.sql import functions as F
+
+    try:
+        path = F.col("_metadata.file_path") if "_metadata" not in frame.columns else None
+        named = frame.select("*", path.alias(FILE)) if path is not None else None
+    except _spark_errors():
+        named = None
+    if named is None:
+        named = frame.withColumn(FILE, F.input_file_name())
+    # A reader names a local file file:/x, the file system's listing file:///x.
+    return named.withColumn(FILE, F.regexp_replace(F.col(FILE), "^file:/(?!/)", "file:///"))
 
 
 def file_schemas(spark: SparkSession, feed: Feed, files: Sequence[str]) -> dict[str, StructType]:
@@ -329,11 +349,13 @@ def landing_data(spark: SparkSession, feed: Feed, folders: Sequence[str], schema
                       hidden=feed.hidden, checked=True)
 
 
-def landed_schema(feed: Feed, source_schema: StructType) -> StructType:
-    """The schema of the landing: the source's columns, ``__tp`` and (deleting feeds) ``__op``."""
+def landed_schema(feed: Feed, source_schema: StructType, keep: Collection[str] | None = None) -> StructType:
+    """The schema of the landing: the source's columns (those named in ``keep``, lower case, when
+    given), ``__tp`` and (deleting feeds) ``__op``."""
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-    fields = [f for f in source_schema.fields if f.name != FILE] + [StructField(TP, IntegerType(), False)]
+    fields = [f for f in source_schema.fields if f.name != FILE and (keep is None or f.name.lower() in keep)]
+    fields.append(StructField(TP, IntegerType(), False))
     if feed.deletes:
         fields.append(StructField(OP, StringType(), False))
     return StructType(fields)
