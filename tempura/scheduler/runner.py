@@ -9,7 +9,8 @@ committed it:
    what those time points measured (:mod:`tempura.scheduler.reoptimize`), and the cost of a
    stage fitted to the CPU time the history's fragments measured, unless the spec sets it
    (:mod:`tempura.scheduler.calibration`);
-3. lands every source's interval (:mod:`tempura.runtime.ingest`: late rows, schema drift),
+3. lands every source's interval (:mod:`tempura.runtime.ingest`: late rows, schema drift), with
+   the columns the job reads (:meth:`Runner.kept_columns`),
    checks the declared keys on it under ``integrity: enforced`` (:mod:`tempura.runtime.keys`),
    and plans the time point again when a landing proved a read empty or broke a key;
 4. runs the plan's fragments at ``t_i`` (:class:`~tempura.runtime.durable.DurableExecutor`);
@@ -44,7 +45,7 @@ from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, 
                                      write_frame)
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
-from tempura.runtime.ingest import (OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_rows,
+from tempura.runtime.ingest import (FILE, OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_rows,
                                     landed_schema, null_arrival_rows, read_landed, read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.keys import violations
@@ -159,7 +160,8 @@ class Runner:
         self._prepared: Prepared | None = None
         self._plans: dict[tuple[str, int], MultiTimePlan] = {}
         self.first_plans: dict[tuple[str, int], MultiTimePlan] = {}  # each time point's plan before its landing
-        self._schemas: dict[str, StructType] = {}
+        self._schemas: dict[str, StructType] = {}  # each source's landed columns
+        self._source_schemas: dict[str, StructType] = {}  # each source's own columns, as its last landing read them
         self.skipped = 0  # cycles left out of the last due() for max_catch_up
         self._considered: dict[str, list[dict[str, Any]]] = {}  # the cycles the last due() looked at
         self.output = None
@@ -431,6 +433,7 @@ class Runner:
                 seen = {name: [f[0] for f in land.new_files] for name, land in landed.items()}
                 states: list[SavedState] = []
                 schemas = {name: schema.json() for name, schema in self._schemas.items()}
+                source_schemas = {name: schema.json() for name, schema in self._source_schemas.items()}
                 why = f"cycle {before.label} did not finish: the history was landed from the sources"
             else:
                 self.store.check_readable(before.label, last, before.last + 1)
@@ -439,6 +442,7 @@ class Runner:
                             for name, rows in last.get("measured", {}).items()}
                 seen = dict(last.get("seen_files", {}))
                 schemas = dict(last.get("schemas", {}))
+                source_schemas = dict(last.get("source_schemas", {}))
                 states = self._taken_states(cycle, before, last)
                 why = (f"took over cycle {before.label}'s history ({sum(m[0][0] for m in measured.values())} rows) and "
                        f"{len(states)} state(s)")
@@ -455,8 +459,8 @@ class Runner:
             "spec": self.spec.name, "cycle": label, "index": 1, "time": str(value),
             "committed_at": dt.datetime.now().isoformat(timespec="seconds"),
             "states": [s.to_json() for s in states], "landed": {}, "measured": measured, "seen_files": seen,
-            "broken_keys": {}, "schemas": schemas, "delivered": None, "delivery": None, "inventory": inventory,
-            "history": history,
+            "broken_keys": {}, "schemas": schemas, "source_schemas": source_schemas, "delivered": None, "delivery": None,
+            "inventory": inventory, "history": history,
             "carried_from": before.label if last is not None else None, "streams": [], "fragments": [],
             "run": {"mode": "simulate" if self.simulate else "schedule", "method": "carry", "plan_id": "",
                     "stage_cost": self.spec.cost_constants.stage, "estimated_seconds": 0.0,
@@ -564,6 +568,7 @@ class Runner:
             "seen_files": seen,
             "broken_keys": broken,
             "schemas": {name: schema.json() for name, schema in self._schemas.items()},
+            "source_schemas": {name: schema.json() for name, schema in self._source_schemas.items()},
             "delivered": run.delivered,
             "delivery": delivery,
             "inventory": self._inventory(cycle.label, index, previous, landed, states, run),
@@ -768,14 +773,49 @@ class Runner:
 
     @staticmethod
     def _recorded_columns(previous: dict[str, Any] | None, name: str) -> StructType | None:
-        """Source ``name``'s columns as the last commit recorded them (its landing's, without
-        ``__tp`` and ``__op``); ``None`` before the first commit."""
+        """Source ``name``'s columns as the last commit recorded them (all of the source's, which
+        its landing may keep fewer of); ``None`` before the first commit. A commit that recorded
+        no source columns landed all of them: its landing's, without ``__tp`` and ``__op``."""
         from pyspark.sql.types import StructType
 
-        recorded = (previous or {}).get("schemas", {}).get(name)
+        recorded = (previous or {}).get("source_schemas", {}).get(name) or (previous or {}).get("schemas", {}).get(name)
         if not recorded:
             return None
         return StructType([f for f in StructType.fromJson(json.loads(recorded)).fields if f.name not in (TP, OP)])
+
+    def kept_columns(self, name: str) -> set[str] | None:
+        """The columns of source ``name`` its landing keeps, lower case: those the query reads,
+        its arrival column, and the key columns the spec declares on it. ``None`` (every column)
+        for a change feed, whose deletions are matched to landed rows on all their columns.
+
+        Landing reads and writes only these: a query reading a few columns of a wide table lands
+        a few, and its fragments' reads of the landing are as narrow as its own."""
+        from tempura.optimizer.layouts import scans
+
+        feed = self.feeds[name]
+        if feed.op_column is not None:
+            return None
+        out = {c.source.lower() for scan in scans(self.prepared().query.plan) if scan.table == name for c in scan.columns}
+        if feed.arrival_column is not None:
+            out.add(feed.arrival_column.lower())
+        out.update(column for rule in self.spec.key_rules() for source, column in rule.columns if source == name)
+        return out
+
+    def _check_kept(self, previous: dict[str, Any] | None, name: str, schema: StructType) -> None:
+        """Stop the time point when the query now reads a column of source ``name`` that the
+        cycle's earlier landings did not keep (the query changed since): a read of theirs would
+        find it NULL."""
+        recorded = (previous or {}).get("schemas", {}).get(name)
+        if not recorded:
+            return
+        from pyspark.sql.types import StructType
+
+        had = {f.name.lower() for f in StructType.fromJson(json.loads(recorded)).fields}
+        missing = sorted(f.name for f in schema.fields if f.name.lower() not in had)
+        if missing:
+            raise RunError(f"{self.spec.path}: sources.{name}: the query reads {', '.join(missing)}, which the "
+                           f"intervals landed before in this cycle do not hold (a landing keeps the columns the query "
+                           f"reads); land the cycle again with `tempura repair --from t1` (nothing was run)")
 
     def _slice_bounds(self, cycle: Cycle) -> Callable[[str, int, int], list[TimeValue]]:
         """Per source, interval and slice count, the bounds its landing is sliced at
@@ -806,6 +846,7 @@ class Runner:
         """Land every source's interval ``index`` (hash-bucketed where ``layouts`` says); and what
         checking the change feeds cost."""
         from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
 
         out = {}
         changes = WorkMetrics()
@@ -817,7 +858,9 @@ class Runner:
             # A typed format's files were each checked against the recorded columns (names and
             # types): read with those, Spark reads no footer to find them again.
             raw = read_source(self.spark, feed, columns=self._recorded_columns(previous, name))
-            schema = landed_schema(feed, raw.schema)
+            self._source_schemas[name] = StructType([f for f in raw.schema.fields if f.name != FILE])
+            schema = landed_schema(feed, raw.schema, self.kept_columns(name))
+            self._check_kept(previous, name, schema)
             self._schemas[name] = schema
             landed_before = None
             if feed.window is not None and index > 1:
