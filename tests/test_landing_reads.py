@@ -39,9 +39,15 @@ def source(spark: Any, folder: Path) -> dict[str, tuple[int, int, int]]:
 def landed(spark: Any, rows: Any) -> tuple[int, list[Any]]:
     """The rows the scan read to land ``rows`` (each with its file, as the checks naming files
     take them), and the rows landed."""
+    read, out, _ = measured(spark, rows)
+    return read, out
+
+
+def measured(spark: Any, rows: Any) -> tuple[int, list[Any], int]:
+    """The rows and bytes the scan read to collect ``rows``, and the rows."""
     with Meter(spark).measure("land") as metrics:
         out = rows.collect()
-    return metrics.rows_in, out
+    return metrics.rows_in, out, metrics.bytes_in
 
 
 def test_an_interval_reads_only_the_row_groups_its_arrival_bounds_reach(spark: Any, tmp_path: Path) -> None:
@@ -52,11 +58,15 @@ def test_an_interval_reads_only_the_row_groups_its_arrival_bounds_reach(spark: A
     feed = Feed("s", str(tmp_path / "s"), arrival_column="a")
     raw = read_source(spark, feed)
     rows, late = interval_rows(feed, raw, set(), -1, [999, 1999, 2999, 3999], 3, "reject", None, keep_file=True)
-    read, out = landed(spark, rows)
+    read, out, size = measured(spark, rows)
     assert late is None
     assert sorted(r["a"] for r in out) == list(range(2000, 3000))
     assert read == ROWS // 4, read
-    assert {r[FILE] for r in out} == {f for f, (low, _, _) in files.items() if low == 2000}
+    third = {f for f, (low, _, _) in files.items() if low == 2000}
+    assert {r[FILE] for r in out} == third
+    # the bytes Spark counts are the bytes read: the third file's, and the others' footers
+    file_bytes = Path(third.pop().removeprefix("file://")).stat().st_size
+    assert 0.8 * file_bytes <= size <= 2 * file_bytes, (size, file_bytes)
 
 
 def test_a_source_arriving_by_file_reads_only_its_new_files(spark: Any, tmp_path: Path) -> None:
