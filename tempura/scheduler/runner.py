@@ -740,7 +740,7 @@ class Runner:
         declared = self.spec.key_rules()
         for rule in declared:
             for source, column in rule.columns:
-                columns = {f.name.lower() for f in self._schemas[source].fields}
+                columns = {f.name.lower() for f in self._source_schemas[source].fields}
                 if column not in columns:
                     key = "key" if source == rule.source else f"arrival.with.{rule.source}"
                     raise RunError(f"{self.spec.path}: sources.{source}.{key}: column '{column}' is not one of the "
