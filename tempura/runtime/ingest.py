@@ -304,7 +304,9 @@ def interval_rows(
         gone = gone.withColumn(TP, F.lit(index).cast("int")).withColumn(OP, F.lit("D"))
         if keep_file:
             gone = gone.withColumn(FILE, F.lit(None).cast("string"))
-        out = out.unionByName(gone)
+        # the landing may keep fewer columns than the source has: the leaving rows have the
+        # landed ones, the only ones written
+        out = out.unionByName(gone, allowMissingColumns=True)
     return out, late_found
 
 
