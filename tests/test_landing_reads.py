@@ -36,15 +36,9 @@ def source(spark: Any, folder: Path) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def landed(spark: Any, rows: Any) -> tuple[int, list[Any]]:
-    """The rows the scan read to land ``rows`` (each with its file, as the checks naming files
-    take them), and the rows landed."""
-    read, out, _ = measured(spark, rows)
-    return read, out
-
-
 def measured(spark: Any, rows: Any) -> tuple[int, list[Any], int]:
-    """The rows and bytes the scan read to collect ``rows``, and the rows."""
+    """The rows and bytes the scan read to collect ``rows`` (each with its file, as the checks
+    naming files take them), and the rows."""
     with Meter(spark).measure("land") as metrics:
         out = rows.collect()
     return metrics.rows_in, out, metrics.bytes_in
@@ -77,7 +71,7 @@ def test_a_source_arriving_by_file_reads_only_its_new_files(spark: Any, tmp_path
     feed = Feed("s", str(tmp_path / "s"))
     raw = read_source(spark, feed)
     rows, _ = interval_rows(feed, raw, set(new), None, [1, 2], 2, "reject", None, keep_file=True)
-    read, out = landed(spark, rows)
+    read, out, _ = measured(spark, rows)
     assert sorted(r["a"] for r in out) == list(range(files[new[0]][0], files[new[1]][1] + 1))
     assert read == ROWS // 2, read
     assert {r[FILE] for r in out} == set(new)

@@ -163,11 +163,12 @@ def with_file(frame: DataFrame) -> DataFrame:
     text table) or with a column of that name."""
     from pyspark.sql import functions as F
 
-    try:
-        path = F.col("_metadata.file_path") if "_metadata" not in frame.columns else None
-        named = frame.select("*", path.alias(FILE)) if path is not None else None
-    except _spark_errors():
-        named = None
+    named = None
+    if "_metadata" not in frame.columns:
+        try:
+            named = frame.select("*", F.col("_metadata.file_path").alias(FILE))
+        except _spark_errors():  # no file metadata
+            pass
     if named is None:
         named = frame.withColumn(FILE, F.input_file_name())
     # A reader names a local file file:/x, the file system's listing file:///x.

@@ -772,16 +772,25 @@ class Runner:
             check_schema(feed, reference, found)
 
     @staticmethod
-    def _recorded_columns(previous: dict[str, Any] | None, name: str) -> StructType | None:
+    def _recorded(previous: dict[str, Any] | None, key: str, name: str) -> StructType | None:
+        """Source ``name``'s schema under the last commit's ``key`` (``schemas``: the landed
+        columns; ``source_schemas``: the source's own); ``None`` where it recorded none."""
+        from pyspark.sql.types import StructType
+
+        recorded = (previous or {}).get(key, {}).get(name)
+        return StructType.fromJson(json.loads(recorded)) if recorded else None
+
+    @classmethod
+    def _recorded_columns(cls, previous: dict[str, Any] | None, name: str) -> StructType | None:
         """Source ``name``'s columns as the last commit recorded them (all of the source's, which
         its landing may keep fewer of); ``None`` before the first commit. A commit that recorded
         no source columns landed all of them: its landing's, without ``__tp`` and ``__op``."""
         from pyspark.sql.types import StructType
 
-        recorded = (previous or {}).get("source_schemas", {}).get(name) or (previous or {}).get("schemas", {}).get(name)
-        if not recorded:
+        recorded = cls._recorded(previous, "source_schemas", name) or cls._recorded(previous, "schemas", name)
+        if recorded is None:
             return None
-        return StructType([f for f in StructType.fromJson(json.loads(recorded)).fields if f.name not in (TP, OP)])
+        return StructType([f for f in recorded.fields if f.name not in (TP, OP)])
 
     def kept_columns(self, name: str) -> set[str] | None:
         """The columns of source ``name`` its landing keeps, lower case: those the query reads,
@@ -805,12 +814,10 @@ class Runner:
         """Stop the time point when the query now reads a column of source ``name`` that the
         cycle's earlier landings did not keep (the query changed since): a read of theirs would
         find it NULL."""
-        recorded = (previous or {}).get("schemas", {}).get(name)
-        if not recorded:
+        recorded = self._recorded(previous, "schemas", name)
+        if recorded is None:
             return
-        from pyspark.sql.types import StructType
-
-        had = {f.name.lower() for f in StructType.fromJson(json.loads(recorded)).fields}
+        had = {f.name.lower() for f in recorded.fields}
         missing = sorted(f.name for f in schema.fields if f.name.lower() not in had)
         if missing:
             raise RunError(f"{self.spec.path}: sources.{name}: the query reads {', '.join(missing)}, which the "
