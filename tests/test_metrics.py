@@ -39,3 +39,27 @@ def test_nested_blocks_count_for_the_outer_block(spark: Any, tmp_path: Path) -> 
     with meter.measure("next") as following:
         spark.range(10).write.parquet(str(tmp_path / "next"))
     assert following.rows_written == 10  # the outer block's group did not leak into later work
+
+
+def test_a_streaming_query_run_inside_a_block_counts_for_it_once_included(spark: Any, tmp_path: Path) -> None:
+    """A stream's batches run on the stream's own thread, under its run id: the block counts
+    them only when told that group (as a streaming fragment does), and the block around it too."""
+    spark.range(4000).selectExpr("id", "id % 5 AS k").write.parquet(str(tmp_path / "source"))
+    meter = Meter(spark)
+
+    def stream(name: str) -> Any:
+        query = (spark.readStream.schema("id BIGINT, k BIGINT").parquet(str(tmp_path / "source"))
+                 .writeStream.trigger(availableNow=True).option("checkpointLocation", str(tmp_path / name / "checkpoint"))
+                 .format("parquet").start(str(tmp_path / name / "out")))
+        query.awaitTermination()
+        return query
+
+    with meter.measure("uncounted") as uncounted:
+        stream("first")
+    assert uncounted.rows_in == 0 and uncounted.rows_written == 0  # the stream's jobs are not the block's
+    with meter.measure("outer") as outer:
+        with meter.measure("fragment") as fragment:
+            meter.include(str(stream("second").runId))
+    assert fragment.rows_in == 4000 and fragment.rows_written == 4000
+    assert fragment.jobs >= 1 and fragment.cpu_seconds > 0
+    assert outer.rows_in == 4000

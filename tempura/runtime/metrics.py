@@ -76,6 +76,13 @@ class Meter:
                 sc._jsc.clearJobGroup()
             self._fill(groups, metrics)
 
+    def include(self, group: str) -> None:
+        """Count the jobs of job group ``group`` in the innermost open block (and so in every block
+        around it): work Spark ran on a thread of its own for the block, such as a streaming
+        query's batches, whose jobs carry the query's run id as their group."""
+        if self._open:
+            self._open[-1][1].append(group)
+
     def _fill(self, groups: list[str], metrics: WorkMetrics) -> None:
         sc = self.spark.sparkContext
         caught_up(self.spark)
