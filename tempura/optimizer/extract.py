@@ -49,6 +49,7 @@ class _Building:
     groups: set[int] = field(default_factory=set)
     stats: dict[int, RelStats] = field(default_factory=dict)  # id of a built node -> its group's estimate
     reads: dict[int, float] = field(default_factory=dict)  # id of a built source read -> its estimated cost
+    read_stats: dict[SourceRead, RelStats] = field(default_factory=dict)  # each source read's estimate
 
 
 class Chooser(Protocol):
@@ -178,6 +179,11 @@ class Extractor:
             merges=merges,
             since=since,
         )
+        for read in fragment.sources:  # a stream stages its interval's rows: written once, read back
+            if fragment.streamed(read, self.method):
+                stats = building.read_stats[read]
+                fragment.cost = (fragment.cost + CostVector.at(time, self.save(stats), self.objective)  # type: ignore[arg-type]
+                                 + CostVector.at(time, self.load(stats), self.objective))  # type: ignore[arg-type]
         self.fragments[key] = fragment
         return fragment
 
@@ -239,6 +245,7 @@ class Extractor:
             if alt.hint is not None and alt.hint.startswith(f"{KEYED}:"):  # a view of its own, pruned by its probe
                 read = dataclasses.replace(read, keyed=alt.hint.split(":", 1)[1])
             into.sources.add(read)
+            into.read_stats[read] = stats
             lowered = read.lower([])
             into.reads[id(lowered)] = own.times[into.time - 1]
             return lowered

@@ -381,8 +381,7 @@ def _layouts(p: Planning) -> str:
         for f in plan.fragments:
             f.probes = tuple(dataclasses.replace(probe, distinct=probe.distinct * factor) for probe in f.probes)
             f.merges = tuple(dataclasses.replace(merge, distinct=merge.distinct * factor) for merge in f.merges)
-    reads = {read.view: read for f in plan.fragments for read in f.sources if not (
-        f.method == "streaming" and read.delta and read.end == f.time and read.start == f.time - 1)}
+    reads = {read.view: read for f in plan.fragments for read in f.sources if not f.streamed(read, plan.method)}
     sizes = _interval_sizes(asked, [(reads.get(view), probe.bytes) for f in plan.fragments
                                     for view, probe in pruned(f.probes, f.plan).items()])
     landed = asked.resume.landed_layout

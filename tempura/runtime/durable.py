@@ -4,9 +4,10 @@
 time point ``t_i`` of one cycle, over the landed source intervals (:mod:`tempura.runtime.ingest`):
 
 - a **batch** fragment is one Spark SQL job, its join algorithms pinned by hints;
-- a **streaming** fragment reads the interval's delta of each source through Structured
-  Streaming: Spark's file source over the source's landing folder, ``trigger(availableNow=True)``,
-  with its checkpoint under the workdir (one checkpoint version per time point, so a redone time
+- a **streaming** fragment of a plan forced to ``streaming`` reads the interval's delta of each
+  source through Structured Streaming (under ``auto`` it reads the landing, like an incremental
+  fragment: :meth:`~tempura.tvr.plan.Fragment.streams`): Spark's file source over the source's
+  landing folder, ``trigger(availableNow=True)``, with its checkpoint under the workdir (one checkpoint version per time point, so a redone time
   point starts from the last committed one). Each micro-batch is staged, and the fragment's SQL
   runs over the staged delta;
 - a kept **state** is written as parquet under ``.pending/`` and renamed to
@@ -266,7 +267,7 @@ class DurableExecutor:
 
     def _fragment(self, plan: MultiTimePlan, fragment: Fragment, index: int, saved: dict[str, SavedState],
                   run: TimePointRun) -> FragmentRun:
-        streaming = fragment.method == "streaming"
+        streaming = fragment.streams(plan.method)
         probes = pruned(fragment.probes, fragment.plan)
         since = {s.view: s for s in fragment.since}
         reads: list[PrunedRead] = []
@@ -291,7 +292,7 @@ class DurableExecutor:
             for read in fragment.sources:
                 if read.scan.table not in self.feeds:
                     raise ExecutionError(f"the plan reads source '{read.scan.table}', which has no data")
-                if streaming and read.delta and read.start == index - 1 and read.end == index:
+                if fragment.streamed(read, plan.method):
                     source_delta(self._streamed(read.scan.table, index, run), index - 1, index).createOrReplaceTempView(
                         quote_identifier(read.view))
                 elif read.view in probes and not any(scans_of(probes[read.view].on, v) for v in probes) and (
@@ -548,9 +549,13 @@ class DurableExecutor:
         def stage(batch: DataFrame, _batch_id: int) -> None:
             batch.write.mode("append").parquet(stage_uri)
 
+        from pyspark.sql import functions as F
+
+        # Landed files hold one interval each: the filter skips the earlier intervals' files a stream
+        # with no checkpoint yet lists, by their row groups' statistics, and stages this one's rows only.
         query = (
             self.spark.readStream.schema(schema).option("recursiveFileLookup", "true").parquet(uri(self.store.landing(self.cycle, source)))
-            .writeStream.queryName(f"tempura_{source}_{index}").trigger(availableNow=True)
+            .where(F.col(TP) == index).writeStream.queryName(f"tempura_{source}_{index}").trigger(availableNow=True)
             .option("checkpointLocation", uri(checkpoint)).foreachBatch(stage).start()
         )
         from pyspark.errors import PySparkException
@@ -559,14 +564,14 @@ class DurableExecutor:
             query.awaitTermination()
         except PySparkException as error:
             raise ExecutionError(f"the stream over source '{source}' failed: {spark_error_message(error)}") from None
+        finally:  # the stream's batches ran on its own thread, under its run id: they are the fragment's work
+            self.meter.include(str(query.runId))
         final = self.store.checkpoint(self.cycle, source, index)
         self.files.delete(final)
         self.files.rename(checkpoint, final)
         run.streams.append(final.name)
         frame = (self.spark.read.schema(schema).parquet(stage_uri) if self.files.exists(staged)
                  else self.spark.createDataFrame([], schema))
-        from pyspark.sql import functions as F
-
         frame = frame.where(F.col(TP) == index)
         return SourceData(feed.name, frame, TP, "__op" if feed.deletes else None, ("D",), tuple(range(1, self.k + 1)),
                           hidden=feed.hidden)

@@ -52,6 +52,19 @@ class Fragment:
     merges: tuple[Merge, ...] = ()  # kept states it merges with its other reads, keyed by a column
     since: tuple[Since, ...] = ()  # source reads whose rows matter only where they arrived after a bound
 
+    def streams(self, forced: str) -> bool:
+        """Whether the fragment reads its interval's deltas through Structured Streaming: a
+        fragment of the streaming rules does when the plan is forced to ``streaming``. Otherwise
+        it reads them from the landing like any incremental fragment: the stream would stage a
+        copy of the very rows the landing holds before the fragment's SQL reads them, work the
+        plan gains nothing from (the plan's shape, early output included, is the same)."""
+        return self.method == "streaming" and forced == "streaming"
+
+    def streamed(self, read: SourceRead, forced: str) -> bool:
+        """Whether ``read`` is one the fragment takes from a stream: its source's rows of the
+        fragment's own interval, when the fragment :meth:`streams`."""
+        return self.streams(forced) and read.delta and read.start == self.time - 1 and read.end == self.time
+
     @property
     def output(self) -> str:
         parts = (["result"] if self.delivers else []) + (["state"] if self.keeps else [])
