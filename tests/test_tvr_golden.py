@@ -135,6 +135,20 @@ def test_streaming_plan_splits_the_outer_join() -> None:
     assert "inner ON" in text and "anti ON" in text
 
 
+def test_only_a_plan_forced_to_stream_reads_its_deltas_through_a_stream() -> None:
+    """Structured Streaming stages a copy of the interval's landed rows before the fragment's SQL
+    reads them: a fragment of the streaming rules does that (for its own interval's source rows)
+    when the plan is forced to stream, and reads the landing like an incremental fragment
+    otherwise."""
+    plan = plans(SUMMARY, Objective.deadline(2))["streaming"]
+    streaming = [f for f in plan.fragments if f.method == "streaming"]
+    assert streaming and all(f.streams("streaming") and not f.streams("auto") for f in streaming)
+    streamed = [(f, r) for f in streaming for r in f.sources if f.streamed(r, "streaming")]
+    assert streamed and all(r.delta and (r.start, r.end) == (f.time - 1, f.time) for f, r in streamed)
+    assert not any(f.streamed(r, "auto") for f, r in streamed)
+    assert not any(f.streams("streaming") for f in plan.fragments if f.method != "streaming")
+
+
 def realistic_plans(share_by_t1: float) -> dict[str, Any]:
     """The summary planned as a warehouse would see it: 30M sales and 3M returns with unique
     order ids, 20 categories, ``share_by_t1`` of each table arrived by t1, ``deadline`` weights.
