@@ -7,9 +7,9 @@ time point ``t_i`` of one cycle, over the landed source intervals (:mod:`tempura
 - a **streaming** fragment of a plan forced to ``streaming`` reads the interval's delta of each
   source through Structured Streaming (under ``auto`` it reads the landing, like an incremental
   fragment: :meth:`~tempura.tvr.plan.Fragment.streams`): Spark's file source over the source's
-  landing folder, ``trigger(availableNow=True)``, with its checkpoint under the workdir (one checkpoint version per time point, so a redone time
-  point starts from the last committed one). Each micro-batch is staged, and the fragment's SQL
-  runs over the staged delta;
+  landing folder, ``trigger(availableNow=True)``, with its checkpoint under the workdir (one
+  checkpoint version per time point, so a redone time point starts from the last committed one).
+  Each micro-batch is staged, and the fragment's SQL runs over the staged delta;
 - a kept **state** is written as parquet under ``.pending/`` and renamed to
   ``states/<id>@tNNN/``; later fragments, in this process or a later one, read that folder;
 - a **delivery** is written to the output: a snapshot replaces the output folder (the new one is
@@ -571,8 +571,7 @@ class DurableExecutor:
         self.files.rename(checkpoint, final)
         run.streams.append(final.name)
         frame = (self.spark.read.schema(schema).parquet(stage_uri) if self.files.exists(staged)
-                 else self.spark.createDataFrame([], schema))
-        frame = frame.where(F.col(TP) == index)
+                 else self.spark.createDataFrame([], schema))  # the interval's rows only: the stream filtered them
         return SourceData(feed.name, frame, TP, "__op" if feed.deletes else None, ("D",), tuple(range(1, self.k + 1)),
                           hidden=feed.hidden)
 
