@@ -289,7 +289,7 @@ def test_operators_that_start_a_stage_pay_its_fixed_cost_once() -> None:
     starts: list[tuple[str, tuple[object, ...], int]] = [
         ("scan", (SOURCE,), 1), ("shuffle", (SOURCE,), 1), ("broadcast", (SOURCE,), 0), ("gather", (SOURCE,), 1),
         ("state_write", (SOURCE,), 1), ("state_read", (SOURCE,), 1), ("filter", (SOURCE, SOURCE), 0),
-        ("sort", (SOURCE,), 0), ("union", (SOURCE,), 0), ("limit", (SOURCE,), 0), ("hash_join", joined, 0),
+        ("sort", (SOURCE,), 0), ("range_sort", (SOURCE,), 2), ("union", (SOURCE,), 0), ("limit", (SOURCE,), 0), ("hash_join", joined, 0),
         ("broadcast_hash_join", joined, 0), ("shuffled_hash_join", joined, 2), ("sort_merge_join", joined, 2),
         ("nested_loop_join", joined, 0), ("hash_aggregate", (SOURCE, rel(10), True), 1),
         ("hash_aggregate", (SOURCE, rel(1), False), 1),
@@ -306,6 +306,15 @@ def test_sort_is_n_log2_n() -> None:
     check(C.sort(rel(8)), cpu=8 * 3, rows=8)
     check(C.sort(rel(1)), rows=1)  # log2 of one row or fewer is 0
     check(C.sort(rel(0)), rows=0)
+
+
+def test_a_global_sort_pays_its_exchange_its_sort_and_a_sampling_pass_over_its_input() -> None:
+    """Spark's range exchange runs a sampling job over the input before it writes: one more
+    pass over the rows (and a stage) besides the shuffle and the sort."""
+    source = rel(1024, 20)
+    expected = C.shuffle(source) + C.sort(source) + Cost(cpu=SEED.cpu * 1024)
+    check(C.range_sort(source), cpu=expected.cpu, io=expected.io, network=expected.network, rows=1024)
+    assert C.range_sort(source).cpu > (C.shuffle(source) + C.sort(source)).cpu
 
 
 def test_top_k_is_n_log2_k() -> None:
@@ -525,10 +534,10 @@ def test_plan_global_aggregate() -> None:
     check(node.own, cpu=4096 + 4, network=150.0 * 4 * 16, rows=None)
 
 
-def test_plan_sort_is_a_range_shuffle_and_a_sort() -> None:
+def test_plan_sort_is_a_sampling_pass_a_range_shuffle_and_a_sort() -> None:
     node = plan_cost().of(Sort(scan("orders", "a"), (SortKey(col("a")),)))
     assert node.algorithm == "Sort"
-    check(node.own, cpu=4096 + 4096 * 12, io=1200.0 * ORDERS_BYTES, network=150.0 * ORDERS_BYTES, rows=None)
+    check(node.own, cpu=4096 + 4096 + 4096 * 12, io=1200.0 * ORDERS_BYTES, network=150.0 * ORDERS_BYTES, rows=None)
 
 
 def test_plan_order_by_limit_is_a_top_k_without_the_sort() -> None:

@@ -80,6 +80,15 @@ class SparkCosts:
     def sort(self, source: RelStats) -> Cost:
         return Cost(cpu=self.k.cpu * source.rows * log2(source.rows), rows=source.rows)
 
+    def range_sort(self, source: RelStats) -> Cost:
+        """Spark's global sort: a range exchange, then a sort of each range. Before the exchange
+        can write, a sampling job runs the input's stage once more to choose the ranges' bounds
+        (its rows are all read again, and the stage's work done twice); priced as a stage and one
+        more pass over the rows, the part of that job an operator's own cost can see."""
+        k = self.k
+        sampling = Cost(cpu=k.stage + k.cpu * source.rows, stages=1)
+        return (self.shuffle(source) + sampling + self.sort(source)).with_rows(source.rows)
+
     def window(self, source: RelStats, calls: int) -> Cost:
         """Window functions over rows already clustered by partition: each partition sorted,
         then every call evaluated once per row (the exchange that clusters is the enforcer's)."""

@@ -94,7 +94,7 @@ class PlanCost:
             return "HashAggregate", c.hash_aggregate(stats(plan.input), out, keyed)
         if isinstance(plan, Sort):
             source = stats(plan.input)
-            return "Sort", (c.shuffle(source) + c.sort(source)).with_rows(out.rows)
+            return "Sort", c.range_sort(source).with_rows(out.rows)
         if isinstance(plan, Window):
             source = stats(plan.input)
             move = c.shuffle(source) if plan.partition_keys else c.gather(source)

@@ -6,10 +6,12 @@ aggregate rules of their own modules it implements:
 - ``Scan`` as a file scan, ``Values`` as a local table scan;
 - ``Filter`` and ``Project`` in place, passing their consumer's requirement to their input
   (through the projection's renames) — Spark's narrow operators keep partitioning and order;
-- ``Sort`` as Spark's global sort (a range exchange, then a sort) or, when its input is no
-  larger than what Spark would broadcast, as a sort in one task: the input's partitions
-  coalesced into one (``single-task-sort``, the ``COALESCE(1)`` hint), which a global sort needs
-  no exchange over — no sampling job, no shuffle stage; ``ORDER BY … LIMIT`` as a top-k (``take-ordered``:
+- ``Sort`` as Spark's global sort (a sampling job, a range exchange, then a sort) or, when its
+  input is estimated no larger than the largest broadcast tempura pins, as a sort in one task:
+  the input's partitions coalesced into one (``single-task-sort``, the ``COALESCE(1)`` hint),
+  which needs no exchange — no sampling job, no shuffle stage. Unlike a broadcast, a sort in one
+  task that turns out larger than estimated spills and takes longer but does not fail, so the
+  estimate decides, not the bound; ``ORDER BY … LIMIT`` as a top-k (``take-ordered``:
   Spark's ``TakeOrderedAndProject``);
 - ``Window`` over its input clustered on the partition columns (gathered into one partition
   when it has none), each partition sorted by the window's order;
@@ -185,10 +187,10 @@ class SparkImplementer:
         child = self._child(expr.input, NO_PROPS)
         sorts = []
         if self.enabled(GLOBAL_SORT):
-            own = (c.shuffle(source) + c.sort(source)).with_rows(out.rows)
+            own = c.range_sort(source).with_rows(out.rows)
             sorts.append(Alternative("Sort", f"global {expr.details()}", child, own, _const(NO_PROPS), expr, rule=GLOBAL_SORT.name,
                                      fusion=EXCHANGE))
-        if self.enabled(SINGLE_TASK_SORT_RULE) and source.bytes <= c.k.broadcast_threshold:
+        if self.enabled(SINGLE_TASK_SORT_RULE) and source.bytes <= c.k.broadcast_limit:
             sorts.append(Alternative("Sort", f"single {expr.details()}", child, c.sort(source).with_rows(out.rows),
                                      _const(NO_PROPS), expr, hint=SINGLE_TASK_SORT, rule=SINGLE_TASK_SORT_RULE.name))
         return sorts
