@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tempura.runtime.spark import (
+    CODEGEN_CACHE,
     GENERAL_CONF,
     LOG4J_CONFIG,
     MASTER_ENV,
@@ -77,6 +78,15 @@ def test_a_cluster_or_a_jvm_started_by_someone_else_gets_no_small_machine_defaul
                                  conf={"spark.driver.extraJavaOptions": "-Xss4m"}, starts_jvm=False, environ={})
     assert submitted.master is None and submitted.app_name is None
     assert submitted.conf == GENERAL_CONF  # no JVM options: the JVM runs already
+
+
+@pytest.mark.spark
+def test_the_session_tempura_starts_keeps_the_generated_code_of_2000_plans(spark: Any) -> None:
+    """Spark's cache of generated code is static: set when the session starts, or never. The
+    suite's session is started by tempura's ``get_spark``, as every run's is."""
+    assert GENERAL_CONF[CODEGEN_CACHE] == "2000"
+    assert spark.conf.get(CODEGEN_CACHE) == "2000"
+    assert spark.sparkContext.getConf().get(CODEGEN_CACHE) == "2000"
 
 
 def _run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[dict[str, Any], str]:

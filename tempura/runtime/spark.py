@@ -49,10 +49,17 @@ SMALL_MACHINE_CONF: dict[str, str] = {
 # vectored reads fetch column chunks on threads of their own, which Hadoop's per-thread
 # statistics (Spark's input metrics) do not see: a scan of a whole table then counts its footers
 # only, and every landing's and fragment's bytes read is wrong by orders of magnitude.
+#
+# And the code Spark generates for a plan kept for 2,000 plans rather than Spark's 100. A process
+# that runs standing queries runs each fragment's plan once per cycle, between the landings,
+# the other fragments and other queries; with 100 entries, the code of a cycle's fragments was
+# gone by the next cycle, compiled again and run cold (docs/runtime.md, *Metrics*).
+CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
 GENERAL_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.hadoop.parquet.hadoop.vectored.io.enabled": "false",
+    CODEGEN_CACHE: "2000",
 }
 
 DEFAULT_CONF: dict[str, str] = {**SMALL_MACHINE_CONF, **GENERAL_CONF}
