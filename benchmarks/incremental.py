@@ -16,10 +16,10 @@ report, the change-data source, the TPC-DS standing reports), on the same data, 
   no ratio but its own).
 
 Each contender first replays one cycle unmeasured (a warm-up: the JVM compiles, Spark caches
-file listings), then one cycle from scratch ``repeat`` times; the contenders alternate (the order
-rotates per repetition, the runs after the first reversed every other one, :func:`round_order`), so drift in the
-machine's state hits all alike and no contender always runs after the same one; the JVM collects
-its garbage before each measured run.
+file listings), then one cycle from scratch ``repeat`` times; the contenders alternate (each runs
+first in turn, the others in an order reversed every other round, none twice in a row:
+:func:`round_order`), so drift in the machine's state hits all alike and no contender always
+runs after the same one; the JVM collects its garbage before each measured run.
 Measured per time point: executor CPU seconds (Spark's status store) and wall seconds, taken as
 medians over the repetitions; the objective is the spec's weights applied to the median CPU per
 time point. That CPU is the plan's fragments'; landing the time point's intervals (reading the

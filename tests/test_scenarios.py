@@ -213,6 +213,12 @@ def test_the_incremental_benchmark_varies_who_runs_first_and_who_follows_whom() 
     follows = {(r[i], r[i + 1]) for r in rounds for i in range(3)}
     assert ("ivm", "batch") in follows and ("batch", "ivm") in follows  # not always the same neighbour
     assert round_order([], 1) == []
+    for n in range(1, 6):  # never a run right after its own, across the rounds either
+        contenders = names[:n] + ["floor"] * (n == 5)
+        runs = [name for rep in range(7) for name in round_order(contenders, rep)]
+        assert all(sorted(round_order(contenders, rep)) == sorted(contenders) for rep in range(7))
+        assert n == 1 or all(a != b for a, b in zip(runs, runs[1:])), (n, runs)
+    assert round_order(["batch", "auto"], 1) == ["batch", "auto"]  # two strictly alternate
 
 
 def test_the_incremental_benchmark_warms_up_alternates_and_compares_plans(spark: Any, folder: Path, tmp_path: Path) -> None:
