@@ -187,7 +187,7 @@ class DurableExecutor:
                  planning: SparkPlanning | None = None, allow_empty: bool = False,
                  fence: Callable[[], None] | None = None, history: Mapping[str, list[str]] | None = None,
                  layouts: Mapping[str, Mapping[int, Layout]] | None = None,
-                 slices: Callable[[str, int, int], Sequence[TimeValue]] | None = None) -> None:
+                 slices: Callable[[str, int, int], Sequence[TimeValue]] | None = None, meter: Meter | None = None) -> None:
         self.spark = spark
         self.store = store
         self.cycle = cycle
@@ -198,7 +198,7 @@ class DurableExecutor:
         self.allow_empty = allow_empty  # may an empty snapshot replace a non-empty one
         self.fence = fence or (lambda: None)  # raises unless this run still holds the job's lock
         self.planning = planning or SparkPlanning()
-        self.meter = Meter(spark)
+        self.meter = meter or Meter(spark)  # the run's, which sums its work by purpose
         self.files = store.files or Files(spark)
         # a carried cycle's interval 1 per source: the folders of the history it took over
         # (paths under the job's folder), read as interval 1 whatever interval they landed as
@@ -275,7 +275,7 @@ class DurableExecutor:
         planned = next((s for s in plan.states if s.id == fragment.keeps), None) if fragment.keeps else None
         merge = self._keyed_merge(fragment, planned, saved, probes)
         carried: tuple[SavedState, set[int]] | None = None  # the state merged into, and the buckets rewritten
-        with self.meter.measure(f"{self.cycle} t{index} {fragment.id}") as metrics:
+        with self.meter.measure(f"{self.cycle} t{index} {fragment.id}", purpose="fragment") as metrics:
             probed_states = []  # laid-out states a probe prunes: registered once every view a probe reads is
             for state_id in fragment.states:
                 if state_id not in saved:

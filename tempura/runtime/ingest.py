@@ -108,6 +108,7 @@ class Landed:
     layout: Layout | None = None  # hash-bucketed by a key (tempura.runtime.layout), or as it came
     cpu_seconds: float = 0.0  # executor CPU of landing it: reading the source, writing the interval (and rows set aside)
     bytes_read: int = 0  # bytes the landing read from the source's files
+    open_files: list[str] | None = None  # files read that hold rows of later intervals (None: every file is read)
 
     def to_json(self) -> dict[str, Any]:
         out = {"rows": self.rows, "deletions": self.deletions, "late": self.late, "rejected": self.rejected,
@@ -187,6 +188,10 @@ def file_schemas(spark: SparkSession, feed: Feed, files: Sequence[str]) -> dict[
     if feed.format not in FILE_FORMATS:  # a catalog table whose files only the table reads (a Hive
         return out  # text table), or a format not read file by file (Delta): read whole only
     for path in files:
+        footer = local_parquet_columns(feed, path)
+        if footer is not None:
+            out[path] = footer
+            continue
         reader = spark.read.format(feed.format).options(**dict(feed.options)).option("ignoreCorruptFiles", "true")
         try:
             found = reader.load(path).schema
@@ -198,6 +203,45 @@ def file_schemas(spark: SparkSession, feed: Feed, files: Sequence[str]) -> dict[
                                  f"(nothing was committed; fix or remove the file and run again)")
         out[path] = found
     return out
+
+
+def local_parquet_columns(feed: Feed, path: str) -> StructType | None:
+    """The columns of a local parquet file as Spark reads them, from its footer alone (pyarrow:
+    no Spark job); ``None`` for another format, a file elsewhere, or a type Spark has no name
+    for (then Spark reads it). A footer that cannot be read raises :class:`ExecutionError`."""
+    if feed.format != "parquet" or feed.options or not path.startswith("file:"):
+        return None
+    from urllib.parse import urlparse
+
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    import pyarrow as pa
+    from pyspark.sql.types import TimestampType
+
+    local = urlparse(path).path
+    try:
+        metadata = pq.read_metadata(local)
+        schema = metadata.schema.to_arrow_schema()
+    except Exception as error:  # a damaged or truncated file, or one of another format
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ExecutionError(f"source '{feed.name}': cannot read {path} as parquet: {first} (nothing was "
+                             f"committed; fix or remove the file and run again)") from None
+    if any(pa.types.is_nested(f.type) for f in schema):
+        return None  # Spark's reading of nested types is its own to say
+    physical = {metadata.schema.column(i).path: metadata.schema.column(i).physical_type
+                for i in range(len(metadata.schema))}
+    fields = []
+    try:
+        for f in schema:
+            if pa.types.is_timestamp(f.type) and physical.get(f.name) == "INT96":
+                fields.append(StructField(f.name, TimestampType(), f.nullable))  # Spark's own timestamps
+            else:
+                fields.append(StructField(f.name, from_arrow_type(f.type), f.nullable))
+    except Exception:  # a type only Spark's reader maps
+        return None
+    return StructType(fields)
 
 
 def _unreadable(error: Exception) -> str:

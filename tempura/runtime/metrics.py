@@ -5,6 +5,12 @@ group of its own, then reads the jobs' stages from Spark's status store (the dat
 status API and the UI, kept even when the UI is off): executor CPU time, records and bytes read
 from files, bytes written, and shuffle bytes. Work at a time point is the executor CPU time of
 its jobs (ARCHITECTURE.md, *Measuring*); wall time is reported beside it.
+
+Every block names its **purpose** (one of :data:`PURPOSES`), or takes the purpose of the block
+around it: the job description Spark shows (its UI, its event log) starts with it, and
+:meth:`Meter.by_purpose` sums the work of each purpose, every job counted once, for the purpose
+of the innermost block that started it. Jobs started outside every block (none should be) are
+counted under ``untagged`` (:meth:`Meter.untagged`), so that the purposes add up to the whole.
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 _groups = itertools.count(1)
+
+# Why a Spark job of a run runs: what a time point's work is split into.
+PURPOSES = ("statistics", "arrival", "schema", "landing", "fragment", "state save", "delivery", "check", "commit")
+UNTAGGED = "untagged"
 
 
 @dataclass
@@ -50,17 +60,61 @@ class Meter:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
-        self._open: list[tuple[str, list[str]]] = []  # per open block: its label, its and its inner blocks' groups
+        self._open: list[tuple[str, list[str]]] = []  # per open block: its description, its and its inner blocks' groups
+        self._purposes: list[str | None] = []  # per open block, its purpose
+        self._groups: dict[str, list[str]] = {}  # per purpose, the job groups of its blocks (since reset)
+        self._walls: dict[str, float] = {}  # per purpose, the wall time of its blocks, less inner blocks of others'
+        self._untagged_before: set[int] = set()
+
+    def reset(self) -> None:
+        """Start counting :meth:`by_purpose` and :meth:`untagged` afresh (a new time point)."""
+        self._groups.clear()
+        self._walls.clear()
+        self._untagged_before = set(self.spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+    def by_purpose(self) -> dict[str, WorkMetrics]:
+        """The work of each purpose since :meth:`reset`, each job counted once; with the jobs
+        no block started, under ``untagged``, when there are any."""
+        out = {}
+        for purpose, groups in self._groups.items():
+            metrics = WorkMetrics()
+            self._fill(groups, metrics)
+            metrics.wall_seconds = self._walls.get(purpose, 0.0)
+            out[purpose] = metrics
+        untagged = self.untagged()
+        if untagged.jobs:
+            out[UNTAGGED] = untagged
+        return out
+
+    def untagged(self) -> WorkMetrics:
+        """The work of the jobs started since :meth:`reset` outside every block."""
+        tracker = self.spark.sparkContext.statusTracker()
+        caught_up(self.spark)
+        jobs = [j for j in tracker.getJobIdsForGroup(None) if j not in self._untagged_before]
+        stage_ids: set[int] = set()
+        for job in jobs:
+            info = tracker.getJobInfo(job)
+            if info is not None:
+                stage_ids.update(info.stageIds)
+        metrics = stage_metrics(self.spark, stage_ids)
+        metrics.jobs = len(jobs)
+        return metrics
 
     @contextmanager
-    def measure(self, label: str) -> Iterator[WorkMetrics]:
+    def measure(self, label: str, purpose: str | None = None) -> Iterator[WorkMetrics]:
         """Measure the Spark jobs started in the block; the yielded metrics are filled in when
-        the block ends."""
+        the block ends. ``purpose``: why its jobs run (else the enclosing block's)."""
         sc = self.spark.sparkContext
         group = f"tempura-{next(_groups)}"
-        sc.setJobGroup(group, label, interruptOnCancel=False)
+        outer_purpose = self._purposes[-1] if self._purposes else None
+        own = purpose if purpose is not None else outer_purpose
+        description = f"{own}: {label}" if own else label
+        sc.setJobGroup(group, description, interruptOnCancel=False)
         groups = [group]
-        self._open.append((label, groups))
+        if own is not None:
+            self._groups.setdefault(own, []).append(group)
+        self._open.append((description, groups))
+        self._purposes.append(own)
         metrics = WorkMetrics()
         started = time.perf_counter()
         try:
@@ -68,6 +122,11 @@ class Meter:
         finally:
             metrics.wall_seconds = time.perf_counter() - started
             self._open.pop()
+            self._purposes.pop()
+            if own is not None and own != outer_purpose:  # the block starts its purpose's time
+                self._walls[own] = self._walls.get(own, 0.0) + metrics.wall_seconds
+                if outer_purpose is not None:
+                    self._walls[outer_purpose] = self._walls.get(outer_purpose, 0.0) - metrics.wall_seconds
             if self._open:
                 outer_label, outer = self._open[-1]
                 outer.extend(groups)
@@ -82,6 +141,8 @@ class Meter:
         query's batches, whose jobs carry the query's run id as their group."""
         if self._open:
             self._open[-1][1].append(group)
+            if self._purposes[-1] is not None:
+                self._groups.setdefault(self._purposes[-1], []).append(group)
 
     def _fill(self, groups: list[str], metrics: WorkMetrics) -> None:
         sc = self.spark.sparkContext

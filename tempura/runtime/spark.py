@@ -18,6 +18,7 @@ JVM options get tempura's logging configuration added in front, never replaced.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import shutil
@@ -225,7 +226,31 @@ def get_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_error_loggers()
+    if os.environ.get(PROCESS_REPORT):
+        atexit.register(_report_process, spark, os.environ[PROCESS_REPORT])
     return spark
+
+
+# When set, the file a process that started Spark writes its own CPU seconds to as it exits:
+# Python's and the JVM's (the driver, and in local mode the executors), for a benchmark to add
+# what the process itself cost to what its Spark jobs did.
+PROCESS_REPORT = "TEMPURA_PROCESS_REPORT"
+
+
+def _report_process(spark: SparkSession, path: str) -> None:
+    """Write this process's CPU seconds to ``path`` (runs at exit, before Spark stops)."""
+    import json
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    jvm_seconds = 0.0
+    try:  # the JVM's user and system time, from the kernel's account of its process (Linux)
+        pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        jvm_seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except Exception:  # the JVM has gone already, or no /proc
+        pass
+    Path(path).write_text(json.dumps({"python_cpu_seconds": own.ru_utime + own.ru_stime, "jvm_cpu_seconds": jvm_seconds}))
 
 
 def _quiet_error_loggers() -> None:

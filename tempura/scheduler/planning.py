@@ -13,7 +13,9 @@ one or more methods; :func:`output_mode` is the delivery the spec asks for.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime as dt
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
     from tempura.stats.model import TableStats
 
+    from tempura.runtime.metrics import Meter
     from tempura.runtime.sources import SourceData
 
 DEFAULT_WORKDIR = ".tempura"
@@ -132,13 +135,125 @@ def output_mode(spec: Spec) -> str:
     return spec.model.output.mode if spec.model.output is not None else "snapshot"
 
 
+@dataclass(frozen=True)
+class Forecast:
+    """What a run by the clock knows of the intervals still to come: the source folders hold
+    what arrived up to time point ``at``, and ``earlier`` holds, per source, the ``(rows,
+    deletions)`` of each interval of the job's last complete cycle (empty on the first cycle)."""
+
+    at: int
+    earlier: Mapping[str, Sequence[tuple[int, int]]] = field(default_factory=dict)
+
+
+def interval_lengths(values: Sequence[object], origin: object | None) -> list[float]:
+    """The length of each interval ``(t_{i-1}, t_i]`` of time points ``values`` (seconds for
+    dates and timestamps, the difference for numbers); the first interval, without an
+    ``origin``, as long as the mean of the others (1 when there are none)."""
+    def number(value: object) -> float:
+        if isinstance(value, dt.datetime):
+            return value.timestamp() if value.tzinfo else value.replace(tzinfo=dt.timezone.utc).timestamp()
+        if isinstance(value, dt.date):
+            return value.toordinal() * 86400.0
+        return float(value)  # type: ignore[arg-type]
+
+    points = [number(v) for v in values]
+    lengths = [max(0.0, b - a) for a, b in zip(points, points[1:])]
+    if origin is not None:
+        first = max(0.0, points[0] - number(origin))
+    else:
+        first = math.fsum(lengths) / len(lengths) if lengths else 1.0
+    out = [first, *lengths]
+    return out if math.fsum(out) > 0 else [1.0] * len(out)
+
+
+def forecast_arrival(spec: Spec, cycle: Cycle, model: ArrivalModel, tables: Callable[[str], TableStats],
+                     forecast: Forecast, counts: Mapping[str, Sequence[tuple[int, int]]] | None = None
+                     ) -> tuple[ArrivalModel, list[str], list[str]]:
+    """The arrival model of a run by the clock, whose source folders hold only what has arrived
+    so far: every source without a declared ``expected`` arrival is forecast per interval from
+    the job's last complete cycle (its intervals' rows), else at the rate it has arrived at so
+    far over every interval (never "nothing more will arrive"): the rows its landed intervals
+    ``counts`` measured over their time, or, before any landed, the rows its files hold now over
+    the time to ``forecast.at``. Returns the model, the sources forecast and a note each."""
+    out, names, notes = model, [], []
+    k = model.k
+    lengths = interval_lengths(cycle.time_points.values, cycle.origin)[:k]
+    if len(lengths) < k:
+        lengths += [math.fsum(lengths) / len(lengths)] * (k - len(lengths))
+    for name, source in spec.sources.items():
+        if source.expected is not None or name not in model:
+            continue
+        current = model.source(name)
+        earlier = [(int(r), int(d)) for r, d in forecast.earlier.get(name, ())]
+        earlier_deletions = [d for _, d in earlier]
+        stats = tables(name)
+        held = None
+        if stats.arrival is not None and stats.arrival.get("cycle") == cycle.label and len(stats.arrival["rows"]) == k:
+            held = [int(r) for r in stats.arrival["rows"]]  # counted by the first collection's pass
+        elif stats.arrival is None:
+            held = files_hold(stats, source.arrival.column, cycle, k, spec.origin(name, cycle))
+        upto = max(1, min(forecast.at, k))
+        if held is not None and sum(held[upto:]) > 0:  # the files hold rows of intervals to come already
+            rows = held
+            how = "as the source's files held them when its statistics were first collected"
+        elif len(earlier) == k and sum(r for r, _ in earlier) > 0:
+            rows = [r for r, _ in earlier]
+            how = "as in the last complete cycle"
+        else:
+            landed = [int(r) for r, _ in (counts or {}).get(name, ())][:k]
+            if landed and math.fsum(lengths[:len(landed)]) > 0:
+                present, upto = float(sum(landed)), len(landed)
+                how = f"at the rate of the {present:.0f} rows landed by t{upto}"
+            else:
+                present, upto = max(1.0, tables(name).rows), max(1, min(forecast.at, k))
+                how = f"at the rate of the {present:.0f} rows its files hold by t{upto}"
+            elapsed = math.fsum(lengths[:upto])
+            rows = [max(0, round(present * length / elapsed)) for length in lengths]
+        total = sum(rows)
+        if total <= 0:
+            continue
+        deletions = current.deletions
+        counted = [int(d) for d in (stats.arrival or {}).get("deletions", [])] if rows is held else earlier_deletions
+        if source.changes is not None and len(counted) == k and sum(counted) > 0:
+            # a change feed's deletion shares as counted (none counted yet says nothing of later ones)
+            deletions = tuple(min(1.0, d / r) if r else 0.0 for r, d in zip(rows, counted))
+        out = out.with_source(name, SourceArrival(tuple(r / total for r in rows), deletions, tuple(rows)))
+        names.append(name)
+        notes.append(f"source '{name}': intervals forecast {how}: {', '.join(str(r) for r in rows)} rows")
+    return out, names, notes
+
+
+def files_hold(stats: TableStats, column: str | None, cycle: Cycle, k: int, origin: object | None) -> list[int] | None:
+    """Rows per interval of ``cycle`` (the first ``k``) that a source's files hold, read from
+    its statistics' histogram of the arrival ``column`` (interval 1 from the source's
+    ``origin``, or from its first row: a source keeping its history); ``None`` without one."""
+    from tempura.stats.relation import fraction_below
+    from tempura.stats.values import encode
+
+    found = stats.column(column) if column is not None else None
+    if found is None or found.histogram is None or found.kind not in ("date", "timestamp", "number"):
+        return None
+    histogram, rows = found.histogram, stats.rows - (found.nulls or 0.0)
+
+    def below(value: object) -> float:
+        point = encode(value, found.kind)
+        return rows * fraction_below(histogram, point, True, found.step) if isinstance(point, float) else 0.0
+
+    values = list(cycle.time_points.values)[:k]
+    bounds = [below(origin) if origin is not None else 0.0] + [below(v) for v in values]
+    return [max(0, round(b - a)) for a, b in zip(bounds, bounds[1:])]
+
+
 def for_cycle(base: Prepared, cycle: Cycle, counts: Mapping[str, Sequence[tuple[int, int]]] | None = None,
-              broken: Iterable[str] = ()) -> tuple[Prepared, list[str]]:
+              broken: Iterable[str] = (), forecast: Forecast | None = None) -> tuple[Prepared, list[str]]:
     """``base`` as the runner plans ``cycle`` with, after the intervals ``counts`` says landed
     (per source, ``(rows, deletions)`` of intervals ``1..c``; none before the first run): the
     arrival model and table rows updated from them (:func:`~tempura.scheduler.reoptimize.updated`,
     whose reasons are returned), sources that declare their rows counted at the declared
-    total, the landed empty intervals and the unbroken key domains as bounds."""
+    total, the landed empty intervals and the unbroken key domains as bounds. With a
+    ``forecast`` (a run by the clock), the intervals not landed are forecast first
+    (:func:`forecast_arrival`), and a landed interval's measured rows scale the forecast of
+    the ones after it."""
     counts = counts or {}
     spec = base.spec
     measured = {name: Measured(tuple(int(r) for r, _ in rows), tuple(int(d) for _, d in rows))
@@ -148,15 +263,31 @@ def for_cycle(base: Prepared, cycle: Cycle, counts: Mapping[str, Sequence[tuple[
     declared = [name for name, source in spec.sources.items()
                 if source.expected is not None and source.expected.kind == "rows"]
     tables = base.estimator.tables
+    model, notes = base.arrival, list(base.notes)
+    if forecast is not None:
+        model, forecast_sources, forecast_notes = forecast_arrival(spec, cycle, model, tables, forecast, counts)
+        declared += forecast_sources
+        notes = [n for n in notes if not n.endswith(FORECAST_NOTE)] + forecast_notes
     # a range query's sources deliver deletions (the window's leaving rows): arrival_model
     # says so, and measured ones count them
     if cycle.endless:
-        arrival, rows, reasons = endless_arrival(base.arrival, cycle, tables, measured, declared)
+        arrival, rows, reasons = endless_arrival(model, cycle, tables, measured, declared)
     else:
-        arrival, rows, reasons = updated(base.arrival, tables, measured, declared)
+        arrival, rows, reasons = updated(model, tables, measured, declared)
     prepared = Prepared(spec, base.catalog, base.query, Estimator(scaled_lookup(tables, rows)), arrival,
-                        list(base.notes), arrival_bounds(spec, cycle, empty, broken, through), cycle)
+                        notes, arrival_bounds(spec, cycle, empty, broken, through), cycle)
     return prepared, reasons
+
+
+def expected_interval(prepared: Prepared, index: int) -> dict[str, float]:
+    """Per source, the rows the plan of ``prepared`` expects interval ``index`` to land (the
+    forecast a run by the clock records, to set against what lands)."""
+    out = {}
+    for name in prepared.arrival.sources:
+        expected = expected_rows(prepared.arrival.source(name), prepared.estimator.tables(name).rows)
+        if 1 <= index <= len(expected):
+            out[name] = expected[index - 1]
+    return out
 
 
 def endless_arrival(model: ArrivalModel, cycle: Cycle, tables: Callable[[str], TableStats],
@@ -201,13 +332,16 @@ def job_folder(workdir: str | Location, spec: Spec, simulate_method: str | None 
 
 def stale_sources(spec: Spec, stats_root: Location, spark: SparkSession | None = None) -> list[str]:
     """The sources of ``spec`` whose files have no statistics under ``stats_root``, or changed
-    since they were collected (a source that cannot be listed counts as stale when it has none)."""
+    since they were collected (a source that cannot be listed counts as stale when it has none).
+    Statistics a job keeps from its landings (:mod:`tempura.stats.sketch`) are never stale."""
     from tempura.stats.store import file_state
 
     store = StatsStore(stats_root, storage_for(stats_root, spark))
     stale = []
     for name, table in spec.catalog().tables.items():
         stored = store.load(name)
+        if stored is not None and stored.sketch is not None:
+            continue  # kept up to date from each landed interval: never analysed whole again
         state = file_state(table, spark)
         if stored is None or (state is not None and state.digest != stored.fingerprint):
             stale.append(name)
@@ -231,14 +365,21 @@ def analyze_sources(spark: SparkSession, spec: Spec, stats_root: Location, stale
 
 def prepare_job(spec: Spec, stats_root: Location, spark: SparkSession | None = None,
                 start_spark: Callable[[], SparkSession] | None = None,
-                progress: Callable[[str, int, int], None] | None = None) -> Prepared:
+                progress: Callable[[str, int, int], None] | None = None, by_clock: bool = False,
+                meter: Meter | None = None) -> Prepared:
     """``spec`` bound for planning, as its job plans it: with the statistics stored under
     ``stats_root``, collected first through Spark for a source whose files have none there, or
     changed since. Without ``spark``, a session is started (``start_spark``) only when planning
     must read data: a source without a declared schema or arrival, or statistics to collect
-    (of the sources listable without Spark)."""
+    (of the sources listable without Spark). ``by_clock``: a run by the clock, whose sources
+    hold only what has arrived so far: no statistics are collected here (the runner sketches a
+    source the job has none of, in one pass, and keeps them from its landings), and the arrival
+    is forecast, not measured (:func:`forecast_arrival`). ``meter``: the run's, which counts
+    the Spark jobs of each purpose (statistics, arrival, schema)."""
     from tempura.stats.store import file_state
 
+    if by_clock:
+        return prepare(spec, spark, stats_root, measure_data=False, meter=meter)
     stale = stale_sources(spec, stats_root, spark)
     if spark is None:
         readable = {name for name, table in spec.catalog().tables.items() if file_state(table) is not None}
@@ -248,8 +389,14 @@ def prepare_job(spec: Spec, stats_root: Location, spark: SparkSession | None = N
     if stale and spark is not None:
         if progress is not None:
             progress(f"statistics of {', '.join(stale)}", 0, 1)
-        analyze_sources(spark, spec, stats_root, stale)
-    return prepare(spec, spark, stats_root)
+        with measured(meter, f"analyze {', '.join(stale)}", "statistics"):
+            analyze_sources(spark, spec, stats_root, stale)
+    return prepare(spec, spark, stats_root, meter=meter)
+
+
+def measured(meter: Meter | None, label: str, purpose: str) -> contextlib.AbstractContextManager[object]:
+    """``meter``'s block of ``purpose`` (nothing without a meter)."""
+    return meter.measure(label, purpose=purpose) if meter is not None else contextlib.nullcontext()
 
 
 def needs_spark(spec: Spec) -> bool:
@@ -257,11 +404,14 @@ def needs_spark(spec: Spec) -> bool:
     return any(s.schema_ is None or s.expected is None for s in spec.sources.values())
 
 
-def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Location = DEFAULT_WORKDIR) -> Prepared:
+def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Location = DEFAULT_WORKDIR,
+            measure_data: bool = True, meter: Meter | None = None) -> Prepared:
     """Everything the planner needs for ``spec``; ``spark`` reads schemas and measures arrival
-    where the spec does not declare them."""
+    where the spec does not declare them (unless ``measure_data`` is false: see
+    :func:`arrival_model`)."""
     catalog = spec.catalog()
-    all_schemas = catalog.schemas(spark)
+    with measured(meter, "the sources' columns", "schema"):
+        all_schemas = catalog.schemas(spark)
     schemas = {t: {c: ty for c, ty in cols.items() if c not in hidden_columns(spec, t)} for t, cols in all_schemas.items()}
     try:
         query = parse_query(spec.sql, schemas, spec.dialect)
@@ -270,17 +420,29 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Locati
         raise SqlError(f"{spec.path}: {where}: {error.detail}", error.line, error.column) from None
     root = as_location(workdir)
     stats = StatsCatalog(catalog, StatsStore(root, storage_for(root, spark)), all_schemas, spark)
-    arrival, notes = arrival_model(spec, spark)
+    with measured(meter, "arrival of the sources", "arrival"):
+        arrival, notes = arrival_model(spec, spark, measure_data)
     return Prepared(spec, catalog, query, Estimator(stats), arrival, notes)
 
 
-def arrival_model(spec: Spec, spark: SparkSession | None) -> tuple[ArrivalModel, list[str]]:
-    """The spec's declared arrival, completed by measuring the data (or an even spread)."""
+FORECAST_NOTE = "forecast when each time point is planned"
+
+
+def arrival_model(spec: Spec, spark: SparkSession | None, measure_data: bool = True) -> tuple[ArrivalModel, list[str]]:
+    """The spec's declared arrival, completed by measuring the data (or an even spread).
+    ``measure_data=False``: the data's files hold only what has arrived so far (a run by the
+    clock), so nothing is measured: the runner forecasts the sources without a declared
+    arrival when it plans (:func:`forecast_arrival`)."""
     model = spec.expected_arrival()
     time_points = spec.time_points()
     notes: list[str] = []
     for name, source in spec.sources.items():
         if name in model:
+            continue
+        if not measure_data:
+            model = model.with_source(name, SourceArrival.uniform(time_points.k) if source.changes is None
+                                      else SourceArrival.from_fractions([1 / time_points.k] * time_points.k, deletes=True))
+            notes.append(f"source '{name}': no expected arrival declared: {FORECAST_NOTE}")
             continue
         if spark is not None and source.arrival.column is not None:
             frame = spec.catalog().tables[name].reader(spark)

@@ -123,19 +123,9 @@ def scaled_lookup(tables: Callable[[str], TableStats], rows: Mapping[str, float]
         target = rows.get(table.lower())
         if target is None or stats.rows <= 0 or math.isclose(target, stats.rows):
             return stats
-        ratio = target / stats.rows
-        columns = {name: _scaled_column(column, ratio, target) for name, column in stats.columns.items()}
-        return dataclasses.replace(stats, rows=target, bytes=stats.bytes * ratio, columns=columns)
+        return stats.scaled(target)
 
     return lookup
-
-
-def _scaled_column(column: ColumnStats, ratio: float, rows: float) -> ColumnStats:
-    ndv = column.ndv
-    if ndv is not None:
-        ndv = rows if column.unique else min(ndv, rows)
-    nulls = column.nulls * ratio if column.nulls is not None else None
-    return column.replace(ndv=ndv, nulls=nulls)
 
 
 def with_lookahead(arrival: SourceArrival) -> SourceArrival:

@@ -48,6 +48,7 @@ from tempura.runtime.changes import check_ops, settle_deletions
 from tempura.runtime.ingest import (FILE, OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_rows,
                                     landed_schema, null_arrival_rows, read_landed, read_source)
 from tempura.runtime.faults import reached
+from tempura.runtime.sources import _time_literal
 from tempura.runtime.keys import violations
 from tempura.runtime.layout import PrunedRead, Pruning, probe_buckets, pruned_folders, write_laid_out
 from tempura.runtime.lock import JobLock
@@ -55,7 +56,10 @@ from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.storage import Location, as_location
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import history_at
-from tempura.scheduler.planning import Prepared, expected_empty, for_cycle, job_folder, output_mode, plan_spec, prepare_job
+from tempura.scheduler.planning import (Forecast, Prepared, expected_empty, expected_interval, for_cycle, job_folder,
+                                        output_mode, plan_spec, prepare_job)
+from tempura.stats.sketch import ObservedSketch, TableSketch, collect_sketch, with_sketch
+from tempura.stats.store import StatsCatalog, StatsStore, file_state
 from tempura.scheduler.calibration import for_job
 from tempura.scheduler.reoptimize import NOTICEABLE
 from tempura.scheduler.spec import Cycle, Spec, cycle_index_at
@@ -66,10 +70,14 @@ from tempura.tvr.time import TimeValue
 from tempura.tvr.plan import MultiTimePlan
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
     from tempura.cost.model import CostConstants
+
+
+NEW_FILE = "__new_file"  # landing: whether a row's file is first found now (computed once a row)
+SKETCHED = "__sketched"  # landing: whether a row is one the source's statistics take in
 
 
 class RunError(TempuraError):
@@ -162,6 +170,10 @@ class Runner:
         self.first_plans: dict[tuple[str, int], MultiTimePlan] = {}  # each time point's plan before its landing
         self._schemas: dict[str, StructType] = {}  # each source's landed columns
         self._source_schemas: dict[str, StructType] = {}  # each source's own columns, as its last landing read them
+        self._forecasts: dict[tuple[str, int], dict[str, float]] = {}  # per time point, the rows forecast per source
+        self._observed: dict[str, ObservedSketch] = {}  # per source, the sketch its landing observes
+        self._planning_seconds = 0.0  # the wall time the time point under way spent planning
+        self._planning_cycle: Cycle | None = None  # the cycle of the time point under way
         self.skipped = 0  # cycles left out of the last due() for max_catch_up
         self._considered: dict[str, list[dict[str, Any]]] = {}  # the cycles the last due() looked at
         self.output = None
@@ -350,13 +362,20 @@ class Runner:
         if cycle.carried and index == 1:
             return self._carry(cycle)
         previous = chain[-1] if chain else None
-        if previous is not None:  # what later time points read is there, as committed
-            self.store.check_readable(label, previous, index)
-        self._find_sources()
-        self.store.discard_uncommitted(label, index)
-        self._check_drift(previous)
+        self.meter.reset()
+        began = time.perf_counter()
+        with self.meter.measure(f"t{index}: what is committed", purpose="commit"):
+            if previous is not None:  # what later time points read is there, as committed
+                self.store.check_readable(label, previous, index)
+            self._find_sources()
+            self.store.discard_uncommitted(label, index)
+        with self.meter.measure(f"t{index}: new files' columns", purpose="schema"):
+            self._check_drift(previous)
         saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
+        self._planning_cycle = cycle
+        planning = time.perf_counter()
         plan = self.plan(cycle, index, saved, previous)
+        self._planning_seconds = time.perf_counter() - planning
         reached("planned", index)
         steps = len(plan.at(index)) + len(self.feeds)
         done = 0
@@ -371,18 +390,24 @@ class Runner:
                                       {name: by_index[index] for name, by_index in plan.layouts.items() if index in by_index})
         broken, keys = self._check_keys(cycle, index, previous)
         checks = keys + changes  # what checking the landing cost
+        planning = time.perf_counter()
         plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken)
+        self._planning_seconds += time.perf_counter() - planning
         self.store.save_plan(label, index, plan.to_json())
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.points.k, self.output,
                                    allow_empty=self.spec.allow_empty, fence=self.lock.check,
                                    history=carried_history(previous), layouts=landed_layouts(previous, landed),
-                                   slices=self._slice_bounds(cycle))
+                                   slices=self._slice_bounds(cycle), meter=self.meter)
         run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
             i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
+        self._update_statistics(landed)  # before the commit: what it cost is the time point's
         manifest = self._manifest(cycle, index, plan, run, landed, {k: v for k, v in saved.items() if k in alive}, previous,
                                   broken, checks)
+        manifest["run"]["work"] = {purpose: _work_json(metrics) for purpose, metrics in self.meter.by_purpose().items()}
+        manifest["run"]["planning_seconds"] = round(self._planning_seconds, 3)
+        manifest["run"]["run_wall_seconds"] = round(time.perf_counter() - began, 3)
         reached("manifest", index)
         self.lock.check()  # only the lock's holder commits
         manifest = self.store.write_manifest(label, index, manifest)
@@ -566,6 +591,7 @@ class Runner:
             **({"layouts": layouts} if layouts else {}),
             "measured": measured,
             "seen_files": seen,
+            "open_files": {name: land.open_files for name, land in landed.items() if land.open_files is not None},
             "broken_keys": broken,
             "schemas": {name: schema.json() for name, schema in self._schemas.items()},
             "source_schemas": {name: schema.json() for name, schema in self._source_schemas.items()},
@@ -588,6 +614,7 @@ class Runner:
                 "landing_cpu_seconds": sum(land.cpu_seconds for land in landed.values()),
                 "landing_bytes_read": sum(land.bytes_read for land in landed.values()),
                 "rows_landed": sum(land.rows for land in landed.values()),
+                "forecast_rows": {name: round(rows) for name, rows in self._forecasts.get((cycle.label, index), {}).items()},
                 "late_rows": sum(land.late for land in landed.values()),
                 "rejected_rows": sum(land.rejected for land in landed.values()),
             },
@@ -641,8 +668,109 @@ class Runner:
         Spark for a source whose files have none stored, or changed since (kept per job, so two
         jobs with a table of the same name do not share them)."""
         if self._prepared is None:
-            self._prepared = prepare_job(self.spec, job_folder(self.workdir, self.spec), self.spark, progress=self.progress)
+            self._prepared = prepare_job(self.spec, job_folder(self.workdir, self.spec), self.spark, progress=self.progress,
+                                         by_clock=not self.simulate, meter=self.meter)
+            if not self.simulate:
+                self._first_statistics()
         return self._prepared
+
+    # -- statistics kept from the landings -------------------------------------------------------
+
+    @property
+    def stats_store(self) -> StatsStore:
+        root = job_folder(self.workdir, self.spec)
+        return StatsStore(root, self.store.storage)
+
+    def _sketched_columns(self, name: str, schema: StructType) -> dict[str, str]:
+        """The columns of source ``name`` its statistics sketch: those its landing keeps."""
+        return {f.name.lower(): f.dataType.simpleString() for f in schema.fields if f.name not in (TP, OP, FILE)}
+
+    def _first_statistics(self) -> None:
+        """Sketch, in one pass over its files, each source the job has no statistics of (its first
+        collection; :mod:`tempura.stats.sketch`); from then on its landings keep them."""
+        from pyspark.sql import functions as F
+
+        store = self.stats_store
+        self._find_sources()
+        for name, feed in self.feeds.items():
+            if store.load(name) is not None:
+                continue
+            files = [f[0] for f in self.files.data_files(feed.location)]
+            if not files:
+                continue
+            if self.progress is not None:
+                self.progress(f"statistics of {name}", 0, 1)
+            with self.meter.measure(f"statistics of {name}", purpose="statistics"):
+                raw = read_source(self.spark, feed, paths=files) if feed.table is None else read_source(self.spark, feed)
+                schema = landed_schema(feed, raw.schema, self.kept_columns(name))
+                columns = self._sketched_columns(name, schema)
+                deleted = None
+                if feed.op_column is not None:
+                    deleted = F.coalesce(F.col(quote_identifier(feed.op_column)).isin(list(feed.delete_values)), F.lit(False))
+                cycle = self._planning_cycle or self.spec.cycle(0)
+                intervals = self._interval_conditions(name, cycle) if cycle is not None else []
+                sketch, counts = collect_sketch(raw, columns, files, deleted, intervals)
+                arrival = None
+                if intervals and cycle is not None:
+                    arrival = {"cycle": cycle.label, "rows": [r for r, _ in counts], "deletions": [d for _, d in counts]}
+                self._save_sketch(name, sketch, arrival)
+
+    def _interval_conditions(self, name: str, cycle: Cycle) -> list[Column]:
+        """Per interval of ``cycle``, whether a row of source ``name`` arrives in it (none for a
+        source arriving by file)."""
+        from pyspark.sql import functions as F
+
+        column = self.feeds[name].arrival_column
+        if column is None:
+            return []
+        arrival = F.col(quote_identifier(column))
+        values = list(cycle.points.values)
+        lower = [self.spec.origin(name, cycle), *values[:-1]]
+        return [(arrival <= _time_literal(v)) & (arrival > _time_literal(low) if low is not None else F.lit(True))
+                for low, v in zip(lower, values)]
+
+    def _save_sketch(self, name: str, sketch: TableSketch, arrival: Mapping[str, Any] | None = None) -> None:
+        """Store source ``name``'s statistics read from ``sketch``: fresh when it covers every
+        file the source has now, else stale (the planner scales them to the files' bytes);
+        ``arrival``: what the first collection found per interval (else the stored one's kept)."""
+        feed = self.feeds[name]
+        listed = self.files.data_files(feed.location)
+        covered = [f for f in listed if f[0] in sketch.files]
+        covered_bytes = float(sum(f[1] for f in covered))
+        fingerprint = ""
+        if len(covered) == len(listed):
+            state = file_state(self.spec.catalog().tables[name], self.spark)
+            if state is not None:
+                fingerprint, covered_bytes = state.digest, state.bytes
+        stats = sketch.to_stats(self.spark, fingerprint=fingerprint, file_bytes=covered_bytes)
+        if arrival is None:
+            stored = self.stats_store.load(name)
+            arrival = stored.arrival if stored is not None else None
+        stats = dataclasses.replace(stats, bytes=covered_bytes or stats.bytes, arrival=arrival)
+        self.stats_store.save(name, with_sketch(stats, sketch))
+        if self._prepared is not None:
+            tables = self._prepared.estimator.tables
+            if isinstance(tables, StatsCatalog):
+                tables.forget(name)
+
+    def _update_statistics(self, landed: Mapping[str, Landed]) -> None:
+        """Merge each landed interval's sketch into its source's statistics (after the commit:
+        the files a sketch covers are never merged twice, so a time point run again after a
+        crash adds nothing)."""
+        store = self.stats_store
+        for name, land in landed.items():
+            observed = self._observed.pop(name, None)
+            if observed is None:
+                continue
+            stored = store.load(name)
+            if stored is None or stored.sketch is None:
+                continue
+            base = TableSketch.from_json(stored.sketch)
+            delta = observed.result()
+            if delta.files <= base.files:
+                continue
+            with self.meter.measure(f"statistics of {name}", purpose="statistics"):
+                self._save_sketch(name, base.merged(delta, self.spark))
 
     def plan(self, cycle: Cycle, index: int, saved: dict[str, SavedState], previous: dict[str, Any] | None) -> MultiTimePlan:
         """The plan for ``index`` and the rest of the cycle, given what is committed."""
@@ -689,8 +817,11 @@ class Runner:
             name: [(int(r), int(d)) for r, d in rows] for name, rows in (previous or {}).get("measured", {}).items()}
         for name, land in (landed or {}).items():
             counts.setdefault(name, []).append((land.rows, land.deletions))
+        forecast = None if self.simulate else Forecast(floor, self._earlier_cycle(cycle))
         prepared, reasons = for_cycle(self.prepared(), cycle, counts,
-                                      broken if broken is not None else (previous or {}).get("broken_keys", {}))
+                                      broken if broken is not None else (previous or {}).get("broken_keys", {}), forecast)
+        if landed is None:
+            self._forecasts[(cycle.label, floor)] = expected_interval(prepared, floor)
         laid = landed_layouts(previous, landed or {})
         done: list[tuple[str, int, Layout | None]] = [(name, i, layout) for name, by_index in laid.items()
                                                        for i, layout in by_index.items()]
@@ -712,6 +843,17 @@ class Runner:
         if calibration is not None:
             plans[self.method].notes.append(calibration.describe(stage))
         return plans[self.method], reasons
+
+    def _earlier_cycle(self, cycle: Cycle) -> dict[str, list[tuple[int, int]]]:
+        """Per source, the rows and deletions of each interval of the cycle before ``cycle``, when
+        the job committed all of its time points (the forecast of a run by the clock)."""
+        before = self.spec.cycle(cycle.index - 1) if cycle.index > 0 else None
+        if before is None:
+            return {}
+        chain = self.store.chain(before.label)
+        if len(chain) < before.last:
+            return {}
+        return {name: [(int(r), int(d)) for r, d in rows] for name, rows in chain[-1].get("measured", {}).items()}
 
     def _reoptimize(self, cycle: Cycle, index: int, plan: MultiTimePlan, result: PointResult) -> None:
         """After committing ``index``: re-plan the rest with the actuals, record the outcome."""
@@ -754,7 +896,7 @@ class Runner:
             folders = [uri(self.store.landing_interval(cycle.label, source, i)) for i in intervals]
             return read_landed(self.spark, self._schemas[source], folders)
 
-        with self.meter.measure("check keys") as cost:
+        with self.meter.measure("check keys", purpose="check") as cost:
             arrivals = {name.lower(): source.arrival.column for name, source in self.spec.sources.items()
                         if source.arrival.column is not None}
             broken.update(violations(rules, read, index, self.spec.key_reach(cycle), arrivals))
@@ -852,84 +994,165 @@ class Runner:
               tick: Callable[[str], None], layouts: Mapping[str, Layout] | None = None) -> tuple[dict[str, Landed], WorkMetrics]:
         """Land every source's interval ``index`` (hash-bucketed where ``layouts`` says); and what
         checking the change feeds cost."""
+        out = {}
+        changes = WorkMetrics()
+        for name, feed in self.feeds.items():
+            with self.meter.measure(f"land {name}", purpose="landing"):
+                out[name], checked = self._land_source(cycle, index, previous, name, feed, (layouts or {}).get(name))
+            changes = changes + checked
+            tick(f"landed {name}: {out[name].rows} rows")
+        return out, changes
+
+    def _read_for_landing(self, feed: Feed, index: int, previous: dict[str, Any] | None,
+                          new: Sequence[str]) -> tuple[DataFrame, list[str] | None]:
+        """The rows interval ``index``'s landing reads, with each row's file, and the files they
+        come from (``None``: all of the source's). A source arriving by a column reads only the
+        files first found now and those an earlier landing of the cycle found rows of later
+        intervals in (its *open* files): a file whose every row has landed holds none of the
+        interval's rows (a late row is one of a new file). At ``t_1``, every file is new."""
+        from pyspark.sql import functions as F
+
+        columns = self._recorded_columns(previous, feed.name)
+        whole = feed.table is not None or feed.arrival_column is None or feed.window is not None
+        tracked = (previous or {}).get("open_files", {})
+        if whole or (index > 1 and feed.name not in tracked):
+            return read_source(self.spark, feed, columns=columns), None
+        if index == 1:
+            return read_source(self.spark, feed, columns=columns), [f for f in new]
+        paths = sorted(set(new) | {str(f) for f in tracked[feed.name]})
+        if not paths:
+            return read_source(self.spark, feed, columns=columns).where(F.lit(False)), []
+        return read_source(self.spark, feed, paths=paths, columns=columns), paths
+
+    def _land_source(self, cycle: Cycle, index: int, previous: dict[str, Any] | None, name: str, feed: Feed,
+                     layout: Layout | None) -> tuple[Landed, WorkMetrics]:
+        """Land source ``name``'s interval ``index``, reading each file it needs once: the counts
+        the landing needs (rows of later intervals, late rows, NULL arrivals, deletions) and the
+        sketch of the new rows for the statistics are observed on the pass that writes it."""
+        from pyspark.sql import Observation
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
-        out = {}
-        changes = WorkMetrics()
         label = cycle.label
-        for name, feed in self.feeds.items():
-            seen = set((previous or {}).get("seen_files", {}).get(name, []))
-            files = self.files.data_files(feed.location)
-            new = [f for f in files if f[0] not in seen]
-            # A typed format's files were each checked against the recorded columns (names and
-            # types): read with those, Spark reads no footer to find them again.
-            raw = read_source(self.spark, feed, columns=self._recorded_columns(previous, name))
-            self._source_schemas[name] = StructType([f for f in raw.schema.fields if f.name != FILE])
-            schema = landed_schema(feed, raw.schema, self.kept_columns(name))
-            self._check_kept(previous, name, schema)
-            self._schemas[name] = schema
-            landed_before = None
-            if feed.window is not None and index > 1:
-                folders, history = self.store.interval_folders(label, name, 1, index - 1, carried_history(previous))
-                landed_before = landed_rows(self.spark, schema, folders, history)
-            new_paths = {f[0] for f in new}
-            rows, late = interval_rows(feed, raw, new_paths, self.spec.origin(name, cycle), cycle.points.values, index,
-                                       self.spec.model.late, landed_before, keep_file=True)
-            absent, checked = 0, WorkMetrics()
-            if feed.op_column is not None:  # every op value known, no deletion of a row not there
-                with self.meter.measure(f"check changes of {name}") as checked:
-                    check_ops(feed, rows)
-                    earlier = landed_before
-                    if feed.window is None and index > 1:  # the deletions probe the rows landed before
-                        earlier = self._deleted_keys(label, name, schema, rows, previous, index)
-                        if earlier is None:
-                            folders, history = self.store.interval_folders(label, name, 1, index - 1,
-                                                                           carried_history(previous))
-                            earlier = landed_rows(self.spark, schema, folders, history)
-                    rows, absent = settle_deletions(feed, rows, earlier, index)
-                changes = changes + checked
-            pending = self.store.pending(label) / "landing" / name
-            layout = (layouts or {}).get(name)
-            with self.meter.measure(f"land {name}") as written:
-                columns = rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields])
-                if layout is not None:
-                    write_laid_out(columns, layout, pending, self._slice_bounds(cycle)(name, index, layout.buckets)
-                                   if layout.sliced else ())
-                else:
-                    write_frame(columns, pending)
-            check_visible(self.files, pending, written.rows_written)  # the first write of a run: a workdir not shared
-            reached("landing", index)
-            self.lock.check()  # a run that lost its lock puts nothing in place
-            final = self.store.landing_interval(label, name, index)
-            self.files.rename(pending, final)
-            reached("landed", index)
-            total, deletions = written.rows_written, 0
-            if feed.deletes:
-                deletions = self.spark.read.schema(schema).parquet(uri(final)).where(F.col(OP) == "D").count()
-            land = Landed(name, index, total, deletions, new_files=new, path=uri(final), absent_deletions=absent,
-                          check_cpu_seconds=checked.cpu_seconds, layout=layout, cpu_seconds=written.cpu_seconds,
-                          bytes_read=written.bytes_in)
-            if late is not None and self.spec.model.late == "next":
-                land.late = late.count()
-                late = None
-            nulls = null_arrival_rows(feed, raw, new_paths)  # in no interval: set aside with late rejected rows
-            if nulls is not None:
-                land.null_arrival = nulls.count()
-            aside = ([late] if late is not None else []) + ([nulls] if nulls is not None and land.null_arrival else [])
-            if aside:
-                target = self.store.cycle_dir(label) / "rejected" / name / f"i={index:03d}"
-                staging = self.store.pending(label) / "rejected" / name
-                with self.meter.measure(f"set aside rows of {name}") as set_aside:
-                    write_frame(functools.reduce(lambda a, b: a.unionByName(b), aside), staging)
-                land.rejected = set_aside.rows_written
-                land.cpu_seconds += set_aside.cpu_seconds
-                land.bytes_read += set_aside.bytes_in
+        seen = set((previous or {}).get("seen_files", {}).get(name, []))
+        files = self.files.data_files(feed.location)
+        new = [f for f in files if f[0] not in seen]
+        # A typed format's files were each checked against the recorded columns (names and
+        # types): read with those, Spark reads no footer to find them again.
+        raw, read = self._read_for_landing(feed, index, previous, [f[0] for f in new])
+        self._source_schemas[name] = StructType([f for f in raw.schema.fields if f.name != FILE])
+        schema = landed_schema(feed, raw.schema, self.kept_columns(name))
+        self._check_kept(previous, name, schema)
+        self._schemas[name] = schema
+        landed_before = None
+        if feed.window is not None and index > 1:
+            folders, history = self.store.interval_folders(label, name, 1, index - 1, carried_history(previous))
+            landed_before = landed_rows(self.spark, schema, folders, history)
+        new_paths = {f[0] for f in new}
+        values = cycle.points.values
+        origin = self.spec.origin(name, cycle)
+        counted = None  # the counts observed on the pass that writes the interval: only the write reads it
+        observed_raw = raw
+        if feed.arrival_column is not None and feed.op_column is None:
+            counted = Observation(f"tempura_landing_{name}")
+            arrival = F.col(quote_identifier(feed.arrival_column))
+            # each row's file compared once (not once per count): a column the write leaves out
+            observed_raw = raw.withColumn(NEW_FILE, F.col(FILE).isin(sorted(new_paths)) if new_paths else F.lit(False))
+            is_new = F.col(NEW_FILE)
+            start = values[index - 2] if index > 1 else origin
+            earlier = is_new & (arrival <= _time_literal(start)) if start is not None else F.lit(False)
+            observed_raw = observed_raw.observe(
+                counted, F.count(F.when(arrival > _time_literal(values[index - 1]), F.lit(1))).alias("later"),
+                F.count(F.when(earlier, F.lit(1))).alias("earlier"),
+                F.count(F.when(is_new & arrival.isNull(), F.lit(1))).alias("nulls"))
+        rows, _ = interval_rows(feed, observed_raw, new_paths, origin, values, index, self.spec.model.late, landed_before,
+                                keep_file=True)
+        _, late = interval_rows(feed, raw, new_paths, origin, values, index, self.spec.model.late, landed_before)
+        absent, checked = 0, WorkMetrics()
+        if feed.op_column is not None:  # every op value known, no deletion of a row not there
+            with self.meter.measure(f"check changes of {name}", purpose="check") as checked:
+                check_ops(feed, rows)
+                earlier_rows = landed_before
+                if feed.window is None and index > 1:  # the deletions probe the rows landed before
+                    earlier_rows = self._deleted_keys(label, name, schema, rows, previous, index)
+                    if earlier_rows is None:
+                        folders, history = self.store.interval_folders(label, name, 1, index - 1,
+                                                                       carried_history(previous))
+                        earlier_rows = landed_rows(self.spark, schema, folders, history)
+                rows, absent = settle_deletions(feed, rows, earlier_rows, index)
+        rows = self._observe_sketch(name, schema, rows, new_paths, feed.deletes)
+        written_counts = Observation(f"tempura_landed_{name}")
+        rows = rows.observe(written_counts, F.count(F.lit(1)).alias("rows"),
+                            (F.count(F.when(F.col(OP) == "D", F.lit(1))) if feed.deletes else F.lit(0)).alias("deletions"))
+        pending = self.store.pending(label) / "landing" / name
+        with self.meter.measure(f"write {name}") as written:
+            columns = rows.select(*[F.col(quote_identifier(c.name)) for c in schema.fields])
+            if layout is not None:
+                write_laid_out(columns, layout, pending, self._slice_bounds(cycle)(name, index, layout.buckets)
+                               if layout.sliced else ())
+            else:
+                write_frame(columns, pending)
+        check_visible(self.files, pending, written.rows_written)  # the first write of a run: a workdir not shared
+        reached("landing", index)
+        self.lock.check()  # a run that lost its lock puts nothing in place
+        final = self.store.landing_interval(label, name, index)
+        self.files.rename(pending, final)
+        reached("landed", index)
+        found = written_counts.get
+        total, deletions = written.rows_written, int(found.get("deletions") or 0)
+        land = Landed(name, index, total, deletions, new_files=new, path=uri(final), absent_deletions=absent,
+                      check_cpu_seconds=checked.cpu_seconds, layout=layout, cpu_seconds=written.cpu_seconds,
+                      bytes_read=written.bytes_in)
+        landing = counted.get if counted is not None else None  # None: not counted, so read as before
+        if read is not None:  # the files holding rows of later intervals are read again then
+            land.open_files = read if landing is None or int(landing.get("later") or 0) > 0 else []
+        if landing is not None and not int(landing.get("earlier") or 0):
+            late = None  # no new file has a row before the interval
+        if late is not None and self.spec.model.late == "next":
+            land.late = late.count()
+            late = None
+        nulls = null_arrival_rows(feed, raw, new_paths) if landing is None or int(landing.get("nulls") or 0) else None
+        if nulls is not None:  # in no interval: set aside with late rejected rows
+            land.null_arrival = nulls.count()
+        aside = ([late] if late is not None else []) + ([nulls] if nulls is not None and land.null_arrival else [])
+        if aside:
+            target = self.store.cycle_dir(label) / "rejected" / name / f"i={index:03d}"
+            staging = self.store.pending(label) / "rejected" / name
+            with self.meter.measure(f"set aside rows of {name}") as set_aside:
+                write_frame(functools.reduce(lambda a, b: a.unionByName(b), aside), staging)
+            land.rejected = set_aside.rows_written
+            land.cpu_seconds += set_aside.cpu_seconds
+            land.bytes_read += set_aside.bytes_in
+            if land.rejected == 0:
+                self.files.delete(staging)
+            else:
                 self.files.delete(target)
                 self.files.rename(staging, target)
-            out[name] = land
-            tick(f"landed {name}: {total} rows")
-        return out, changes
+        return land, checked
+
+    def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new_paths: set[str],
+                        deletes: bool) -> DataFrame:
+        """``rows`` with the sketch of those from files the source's statistics do not cover yet
+        observed on them (when the job keeps the source's statistics from its landings)."""
+        from pyspark.sql import functions as F
+
+        self._observed.pop(name, None)
+        stored = self.stats_store.load(name)
+        if stored is None or stored.sketch is None or FILE not in rows.columns:
+            return rows
+        fresh = sorted(new_paths - set(TableSketch.from_json(stored.sketch).files))
+        if not fresh:
+            return rows
+        observed = ObservedSketch(self._sketched_columns(name, schema), fresh, keep=F.col(SKETCHED),
+                                  deleted=F.col(OP) == "D" if deletes else None)
+        self._observed[name] = observed
+        return observed.attach(rows.withColumn(SKETCHED, F.col(FILE).isin(fresh)))
+
+
+def _work_json(metrics: WorkMetrics) -> dict[str, Any]:
+    """What one purpose's jobs cost at a time point, as the history keeps it."""
+    return {"cpu_seconds": round(metrics.cpu_seconds, 4), "wall_seconds": round(metrics.wall_seconds, 4),
+            "rows_in": metrics.rows_in, "bytes_in": metrics.bytes_in, "jobs": metrics.jobs}
 
 
 def landed_layouts(previous: Mapping[str, Any] | None, landed: Mapping[str, Landed]) -> dict[str, dict[int, Layout]]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 Kind = Literal["number", "date", "timestamp", "string", "boolean", "other"]
-StatsSource = Literal["analyze", "aggregate", "default", "injected"]
+StatsSource = Literal["analyze", "aggregate", "default", "injected", "sketch"]
 
 ORDERABLE: frozenset[str] = frozenset({"number", "date", "timestamp"})
 
@@ -186,6 +186,10 @@ class TableStats:
     file_bytes: float = 0.0
     collected_at: str = ""
     stale: bool = False
+    sketch: Mapping[str, Any] | None = None  # mergeable sketches it was read from (tempura.stats.sketch)
+    # rows and deletions per interval of one cycle that the files held when first collected:
+    # {"cycle": label, "rows": [...], "deletions": [...]}
+    arrival: Mapping[str, Any] | None = None
 
     @property
     def is_default(self) -> bool:
@@ -203,7 +207,20 @@ class TableStats:
             "file_bytes": self.file_bytes,
             "collected_at": self.collected_at,
             "columns": {name: c.to_json() for name, c in self.columns.items()},
+            **({"sketch": dict(self.sketch)} if self.sketch is not None else {}),
+            **({"arrival": dict(self.arrival)} if self.arrival is not None else {}),
         }
+
+    def scaled(self, rows: float, **changes: Any) -> TableStats:
+        """These statistics for ``rows`` rows of the same kind: bytes and nulls in proportion;
+        a column's distinct count capped by the rows, and grown with them where the column is a
+        key (unique, or with a distinct count of at least :data:`KEY_LIKE` of its non-null rows:
+        a key's values grow with its rows, a category's do not)."""
+        if self.rows <= 0 or rows == self.rows:
+            return dataclasses.replace(self, **changes) if changes else self
+        ratio = rows / self.rows
+        columns = {name: _scaled_column(c, ratio, self.rows, rows) for name, c in self.columns.items()}
+        return dataclasses.replace(self, rows=rows, bytes=self.bytes * ratio, columns=columns, **changes)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TableStats:
@@ -215,4 +232,23 @@ class TableStats:
             fingerprint=str(data.get("fingerprint", "")),
             file_bytes=float(data.get("file_bytes", 0.0)),
             collected_at=str(data.get("collected_at", "")),
+            sketch=data.get("sketch"),
+            arrival=data.get("arrival"),
         )
+
+
+KEY_LIKE = 0.9  # a column with at least this share of distinct values among its non-null rows
+
+
+def _scaled_column(column: ColumnStats, ratio: float, before: float, rows: float) -> ColumnStats:
+    ndv = column.ndv
+    nulls = column.nulls * ratio if column.nulls is not None else None
+    if ndv is not None:
+        nonnull = before - (column.nulls or 0.0)
+        if column.unique:
+            ndv = rows - (nulls or 0.0)
+        elif ratio > 1 and nonnull > 0 and ndv >= KEY_LIKE * nonnull:
+            ndv = min(ndv * ratio, rows)
+        else:
+            ndv = min(ndv, rows)
+    return column.replace(ndv=ndv, nulls=nulls)

@@ -142,6 +142,10 @@ class StatsCatalog:
         self.spark = spark
         self._cache: dict[str, TableStats] = {}
 
+    def forget(self, table: str) -> None:
+        """Read ``table``'s statistics from the store again at the next lookup (they were updated)."""
+        self._cache.pop(table.lower(), None)
+
     def inject(self, table: str, stats: TableStats) -> None:
         self._cache[table.lower()] = replace(stats, source="injected")
 
@@ -162,6 +166,6 @@ class StatsCatalog:
             if state is None or state.digest == stored.fingerprint:
                 return stored
             ratio = state.bytes / stored.file_bytes if stored.file_bytes > 0 else 1.0
-            return replace(stored, rows=stored.rows * ratio, bytes=stored.bytes * ratio, stale=True)
+            return stored.scaled(stored.rows * ratio, stale=True)
         schema = (self.schemas or {}).get(table) or dict(source.schema or {})
         return default_table_stats(source, schema, state.bytes if state is not None else None)

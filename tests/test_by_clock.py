@@ -1,0 +1,153 @@
+"""Runs by the clock on Spark: each time point's files land only at that point and a new runner
+(as a new ``tempura run --now t_i`` would) runs it. Every delivery equals ``spark.sql`` over its
+snapshot; the statistics are kept from the landings (never collected whole again), each landing
+reads only the new files, the intervals to come are forecast (never empty), every Spark job is
+counted under its purpose, and where the forecast is right the plans by the clock are the plans
+a simulation with the whole cycle's data in view chooses."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.clock import split_by_interval
+from tempura.runtime import compare_results
+from tempura.runtime.metrics import PURPOSES, UNTAGGED
+from tempura.scheduler import load_spec
+from tempura.scheduler.runner import Runner
+from tempura.stats.store import StatsStore
+
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
+
+SPEC = """
+name: even
+query: |
+  SELECT category, SUM(price) AS revenue, COUNT(*) AS orders, MAX(price) AS top
+  FROM sales WHERE price > 5 GROUP BY category
+sources:
+  sales: {path: data/sales, format: parquet, arrival: {column: arrived_at}}
+schedule: {start: "2026-11-22T00:00:00", every: 6h, points: 4, deliver: every}
+objective: {preset: deadline}
+late: reject
+# a stage's fixed cost scaled down with the data (20,000 rows): the view is maintained, as it is
+# on more data with the default cost
+cost: {stage: 0.01}
+"""
+SALES = 20000  # 5,000 in each 6-hour interval, evenly spaced: the rate forecast is right
+START = dt.datetime(2026, 11, 22)
+
+
+@pytest.fixture(scope="module")
+def source(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole cycle's data, and its rows split per interval under ``staged/``."""
+    folder = tmp_path_factory.mktemp("even")
+    (folder / "spec.yaml").write_text(SPEC)
+    sales = spark.range(SALES).selectExpr(
+        "concat('o', id) AS o_id", "concat('c', CAST(pmod(hash(id), 7) AS STRING)) AS category",
+        "CAST(1 + pmod(hash(id, 2), 90) AS BIGINT) AS price",
+        "TIMESTAMP '2026-11-22 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, CAST((id + 0.5) * 4.32 AS INT)) AS arrived_at")
+    sales.write.parquet(str(folder / "data" / "sales"))
+    split_by_interval(spark, load_spec(folder / "spec.yaml"), folder / "staged")
+    return folder
+
+
+def reference(spark: Any, source: Path, index: int) -> list[tuple[Any, ...]]:
+    end = START + dt.timedelta(hours=6 * index)
+    for name in ("sales",):
+        spark.read.parquet(str(source / "data" / name)).where(
+            f"arrived_at > TIMESTAMP '{START}' AND arrived_at <= TIMESTAMP '{end}'").createOrReplaceTempView(name)
+    return [tuple(r) for r in spark.sql(load_spec(source / "spec.yaml").sql).collect()]
+
+
+def by_clock(spark: Any, source: Path, folder: Path, method: str = "auto") -> list[Any]:
+    """The cycle run by the clock: interval i's files copied in, then a new runner at t_i."""
+    shutil.copyfile(source / "spec.yaml", folder / "spec.yaml")
+    results = []
+    for index in range(1, 5):
+        for name in ("sales",):
+            target = folder / "data" / name
+            target.mkdir(parents=True, exist_ok=True)
+            for part in (source / "staged" / name / f"i={index:03d}").glob("*.parquet"):
+                shutil.copyfile(part, target / f"i{index}-{part.name}")
+        runner = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", method)
+        done = runner.run_due(now=START + dt.timedelta(hours=6 * index))
+        assert [r.index for r in done] == [index]
+        results.append((runner, done[0]))
+    return results
+
+
+@pytest.fixture(scope="module")
+def clock_run(spark: Any, source: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
+    folder = tmp_path_factory.mktemp("clock")
+    return folder, by_clock(spark, source, folder)
+
+
+def test_every_delivery_by_the_clock_is_spark_sql_over_its_snapshot(spark: Any, source: Path,
+                                                                  clock_run: tuple[Path, list[Any]]) -> None:
+    _, results = clock_run
+    for _, result in results:
+        got = [tuple(r) for r in spark.read.parquet(result.delivered).collect()]
+        outcome = compare_results(reference(spark, source, result.index), got)
+        assert outcome.equal, f"t{result.index}: {outcome.reason}"
+
+
+def test_statistics_are_kept_from_the_landings_not_collected_again(clock_run: tuple[Path, list[Any]]) -> None:
+    folder, results = clock_run
+    work = [r.manifest["run"]["work"] for _, r in results]
+    assert work[0]["statistics"]["rows_in"] > 0  # the first collection, in one pass
+    for later in work[1:]:  # from then on, merged from the sketches the landing observed
+        assert later.get("statistics", {}).get("rows_in", 0) == 0
+    store = StatsStore(folder / "work" / "jobs" / "even")
+    sales = store.load("sales")
+    assert sales is not None and sales.source == "sketch" and sales.sketch is not None
+    assert sales.rows == SALES and not sales.stale  # every file covered, so fresh
+    assert sales.columns["arrived_at"].ndv == pytest.approx(SALES, rel=0.05)  # a key-like column
+    assert sales.columns["category"].ndv == 7 and sales.columns["price"].ndv == 90
+    assert sales.columns["price"].min == 1 and sales.columns["price"].max == 90
+
+
+def test_each_landing_reads_only_the_new_files(clock_run: tuple[Path, list[Any]]) -> None:
+    _, results = clock_run
+    for _, result in results:
+        landed = sum(entry["rows"] for entry in result.manifest["landed"].values())
+        assert result.manifest["run"]["work"]["landing"]["rows_in"] == landed, result.index
+        assert result.manifest["open_files"] == {"sales": []}
+
+
+def test_the_intervals_to_come_are_forecast_and_every_job_has_a_purpose(clock_run: tuple[Path, list[Any]]) -> None:
+    _, results = clock_run
+    for _, result in results:
+        run = result.manifest["run"]
+        assert run["forecast_rows"]["sales"] == pytest.approx(SALES // 4, abs=1), result.index
+        assert set(run["work"]) <= set(PURPOSES) | {UNTAGGED}
+        assert "untagged" not in run["work"], run["work"]
+        assert run["planning_seconds"] > 0
+    first_plan = results[0][0].first_plans[(results[0][1].cycle, 1)]
+    assert any("forecast" in note for note in first_plan.notes)
+    assert results[-1][1].manifest["run"]["work"]["fragment"]["cpu_seconds"] > 0
+
+
+def ran(folder: Path, label: str, index: int) -> list[tuple[Any, ...]]:
+    """What the plan a time point ran does there: its fragments' outputs, kept states and SQL."""
+    plan = json.loads((folder / "cycles" / label / "plans" / f"t{index:03d}.plan.json").read_text())
+    return sorted((f["output"], f["keeps"] is not None, f["sql"]) for f in plan["fragments"] if f["time"] == index)
+
+
+def test_plans_by_the_clock_are_the_simulated_plans_when_the_forecast_is_right(
+        spark: Any, source: Path, clock_run: tuple[Path, list[Any]], tmp_path: Path) -> None:
+    spec = load_spec(source / "spec.yaml")
+    simulated = Runner(spec, spark, tmp_path / "sim", "auto", simulate=True)
+    simulated.run_cycle()
+    folder, results = clock_run
+    label = results[0][1].cycle
+    kept = [f for f in json.loads((folder / "work" / "jobs" / "even" / "cycles" / label / "plans" /
+                                   "t002.plan.json").read_text())["fragments"] if f["keeps"]]
+    assert kept, "the plan by the clock keeps no state: nothing incremental to compare"
+    for _, result in results[1:]:
+        index = result.index
+        assert ran(folder / "work" / "jobs" / "even", label, index) == ran(simulated.store.root, label, index), index
