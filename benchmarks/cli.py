@@ -384,6 +384,45 @@ def bench_cluster(scenario: str, scale: float, repeat: int, method: str, out: st
     sys.exit(0 if all(row["correct"] for row in report["summary"].values()) else 1)
 
 
+@bench.command("clock")
+@click.option("--scenario", "name", default="daily_revenue", show_default=True, help="The scenario.")
+@click.option("--scale", default=1.0, show_default=True, type=float, help="Its data scale.")
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=1), help="Cycles per contender (medians).")
+@click.option("--contender", "contenders", multiple=True, type=click.Choice(["auto", "batch", "spark-sql"]),
+              help="Only these contenders (default: auto, batch, spark-sql).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_clock(name: str, scale: float, repeat: int, contenders: tuple[str, ...], out: str, workdir: str) -> None:
+    """A scenario run by the clock, each time point in a new process as cron runs it, measured
+    whole (every Spark job, the process's CPU): auto, batch and plain spark.sql, alternating."""
+    from benchmarks import by_clock
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    if name not in scenario_names():
+        raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(scenario_names())})", param_hint="--scenario")
+    chosen = list(contenders) or list(by_clock.CONTENDERS)
+    result = by_clock.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat, chosen)
+    summary = result["summary"]
+    for contender in chosen:
+        s = summary[contender]
+        click.echo(f"{contender:9} whole-run executor CPU s per point {[round(v, 2) for v in s['cpu_seconds']]}, "
+                   f"process CPU s {[round(v, 1) for v in s['process_cpu_seconds']]}, wall s "
+                   f"{[round(v, 1) for v in s['wall_seconds']]}, records {[int(v) for v in s['records_read']]}"
+                   f"{'' if s['correct'] else ', WRONG RESULTS'}")
+    if "auto" in summary:
+        auto = summary["auto"]
+        click.echo(f"auto's fragments (partial) {[round(v, 2) for v in auto['fragments_cpu_seconds (partial)']]}, landing "
+                   f"(partial) {[round(v, 2) for v in auto['landing_cpu_seconds (partial)']]}, whole run over both "
+                   f"{[None if v is None else round(v, 2) for v in auto['overhead']]}")
+        for other, ratio in summary["auto_ratios"].items():
+            click.echo(f"auto / {other}: executor CPU {[None if v is None else round(v, 2) for v in ratio['cpu_seconds']]}"
+                       f" (summed {ratio['cpu_seconds_summed']:.2f}), wall "
+                       f"{[None if v is None else round(v, 2) for v in ratio['wall_seconds']]}")
+    click.echo(f"wrote {Path(out) / f'clock-{name}.json'}")
+
+
 @bench.command("floor")
 @click.option("--scenario", "name", default="sales_returns_seed", show_default=True, help="The scenario.")
 @click.option("--scale", default=1.0, show_default=True, type=float, help="Its data scale.")

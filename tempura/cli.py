@@ -585,6 +585,8 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
     the plan changed afterwards and why."""
     from rich.table import Table
 
+    from tempura.runtime.metrics import PURPOSES, UNTAGGED
+    from tempura.scheduler.history import forecast_error, work_split
     from tempura.standing import StandingQuery
 
     def one(path: Path) -> None:
@@ -600,18 +602,33 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
             click.echo(f"{query.name}: no committed time point yet")
             return
         table = Table(title=f"{query.name}: runs")
-        for column in ("cycle", "t", "time", "method", "est. s", "cpu s", "wall s", "rows in", "landing cpu s", "late",
-                       "re-planned, carried"):
+        for column in ("cycle", "t", "time", "method", "est. s", "cpu s", "wall s", "rows in", "landing cpu s",
+                       "overhead cpu s", "run wall s", "landed (forecast)", "late", "re-planned, carried"):
             table.add_column(column)
         for r in history.runs:
             landing = r.get("landing_cpu_seconds")
+            _, overhead = work_split(r)
+            forecast = "; ".join(f"{name} {got} ({want:.0f})" for name, (want, got) in forecast_error(r).items())
             table.add_row(r["cycle"], str(r["time_index"]), r["time_value"], r["method"], f"{r['estimated_seconds']:.3g}",
                           f"{r['cpu_seconds']:.3g}", f"{r['wall_seconds']:.3g}", str(r["rows_landed"]),
-                          "" if landing is None else f"{landing:.3g}",
+                          "" if landing is None else f"{landing:.3g}", "" if overhead is None else f"{overhead:.3g}",
+                          "" if r.get("run_wall_seconds") is None else f"{r['run_wall_seconds']:.3g}", forecast,
                           str((r["late_rows"] or 0) + (r["rejected_rows"] or 0)),
                           (r["reason"] or "") if r["replanned"] or r["method"] == "carry" else "")
         console = _console()
         console.print(table)
+        worked = [r for r in history.runs if r.get("work")]
+        if worked:
+            purposes = [p for p in (*PURPOSES, UNTAGGED) if any(p in r["work"] for r in worked)]
+            split = Table(title="executor CPU s (rows read) by purpose: the plan's work (fragment) and the run's around it")
+            for column in ("cycle", "t", *purposes, "planning wall s"):
+                split.add_column(column)
+            for r in worked:
+                work = r["work"]
+                cells = [f"{work[p]['cpu_seconds']:.3g} ({work[p]['rows_in']})" if p in work else "" for p in purposes]
+                split.add_row(r["cycle"], str(r["time_index"]), *cells,
+                              "" if r.get("planning_seconds") is None else f"{r['planning_seconds']:.3g}")
+            console.print(split)
         if fragments:
             detail = Table(title="fragments: estimated against measured")
             for column in ("cycle", "t", "fragment", "method", "output", "est. rows", "rows out", "rows in", "est. s",

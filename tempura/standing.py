@@ -76,14 +76,26 @@ class PlanChoice:
     output: str  # snapshot | delta
     plan: MultiTimePlan
     alternatives: dict[str, MultiTimePlan] = field(default_factory=dict)
+    overhead: list[float] = field(default_factory=list)  # per time point, the run around the plan (model ns)
+
+    def whole(self, plan: MultiTimePlan | None = None) -> float:
+        """The weighted cost of the whole runs: the plan's and what each run does around it."""
+        chosen = plan or self.plan
+        weights = chosen.objective.weights
+        return chosen.cost.weighted + sum(w * c for w, c in zip(weights, self.overhead))
 
     def text(self, sql: bool = False, verbose: bool = False) -> str:
         """The plan as ``tempura plan`` prints it, then the methods side by side; ``verbose``
         adds the memo's names of forms and groups."""
-        from tempura.tvr.render import alternatives_text, plan_text
+        from tempura.tvr.render import alternatives_text, format_time, plan_text
 
+        around = ""
+        if self.overhead:
+            around = (f"\n\naround the plan at each time point, whatever the method (landing the intervals, "
+                      f"statistics): [{', '.join(format_time(c) for c in self.overhead)}]; the whole runs' objective: "
+                      f"{format_time(self.whole())}")
         return (f"{plan_text(self.plan, sql=sql, verbose=verbose)}\n\nmethods (* = this plan):\n"
-                f"{alternatives_text(self.alternatives, self.method)}")
+                f"{alternatives_text(self.alternatives, self.method)}{around}")
 
     def dot(self, verbose: bool = False) -> str:
         from tempura.tvr.render import plan_dot
@@ -98,6 +110,8 @@ class PlanChoice:
             for item in (*data.get("fragments", []), *data.get("states", [])):
                 item.pop("form", None)
         data["alternatives"] = {m: p.summary() for m, p in self.alternatives.items()}
+        data["run_overhead_ns"] = self.overhead
+        data["whole_objective_ns"] = self.whole() if self.overhead else None
         return data
 
 
@@ -216,8 +230,9 @@ class StandingQuery:
         and the spec's output mode unless ``output`` says otherwise."""
         from tempura.mqo import MqoOptions
         from tempura.scheduler.calibration import for_job
-        from tempura.scheduler.planning import for_cycle, output_mode, plan_spec, prepare_job
+        from tempura.scheduler.planning import Forecast, for_cycle, output_mode, plan_spec, prepare_job, run_overhead
         from tempura.runtime.store import history_location
+        from tempura.stats.store import StatsStore
 
         _choice("method", method, METHODS)
         _choice("selector", selector, SELECTORS)
@@ -229,10 +244,14 @@ class StandingQuery:
         root = self.job_folder()
         spark = self._spark_for_workdir()
         constants, calibration = for_job(constants, pinned, self.workdir, history_location(root))
-        prepared = prepare_job(self.spec, root, spark, lambda: self.spark, self.progress)
+        # A job run by the clock keeps its sources' statistics from its landings: then plan as its
+        # runner does, with the forecast arrival; else with the data's measured arrival
+        store = StatsStore(root, self._storage(root))
+        kept = all((found := store.load(name)) is not None and found.sketch is not None for name in self.spec.sources)
+        prepared = prepare_job(self.spec, root, spark, lambda: self.spark, self.progress, by_clock=kept)
         cycle = self.spec.cycle(0)
         assert cycle is not None
-        prepared, _ = for_cycle(prepared, cycle)  # as the runner plans its first time point
+        prepared, _ = for_cycle(prepared, cycle, forecast=Forecast(1) if kept else None)  # as the runner plans t1
         mode = output or output_mode(self.spec)
         options = MqoOptions(selector=selector, budget=budget)
         if ilp_limit is not None:
@@ -247,7 +266,7 @@ class StandingQuery:
         if calibration is not None and (calibration.stage is not None or calibration.fragments > 0
                                         or calibration.probe_keys is not None):
             chosen.notes.append(calibration.describe(self.spec.cost_constants.stage))
-        return PlanChoice(method, mode, chosen, plans)
+        return PlanChoice(method, mode, chosen, plans, run_overhead(prepared, constants))
 
     def analyze(self) -> list[str]:
         """Collect the statistics of the sources whose files have none stored in the job's

@@ -99,9 +99,11 @@ def test_every_delivery_by_the_clock_is_spark_sql_over_its_snapshot(spark: Any, 
 def test_statistics_are_kept_from_the_landings_not_collected_again(clock_run: tuple[Path, list[Any]]) -> None:
     folder, results = clock_run
     work = [r.manifest["run"]["work"] for _, r in results]
-    assert work[0]["statistics"]["rows_in"] > 0  # the first collection, in one pass
-    for later in work[1:]:  # from then on, merged from the sketches the landing observed
-        assert later.get("statistics", {}).get("rows_in", 0) == 0
+    for point in work:  # the first collection is t1's landing pass; then each landing's sketch is merged
+        assert point.get("statistics", {}).get("rows_in", 0) == 0
+    first = json.loads((folder / "work" / "jobs" / "even" / "cycles" / results[0][1].cycle / "plans" /
+                        "t001.plan.json").read_text())
+    assert any("first statistics of sales, from its landing" in note for note in first["notes"])
     store = StatsStore(folder / "work" / "jobs" / "even")
     sales = store.load("sales")
     assert sales is not None and sales.source == "sketch" and sales.sketch is not None
@@ -123,7 +125,10 @@ def test_the_intervals_to_come_are_forecast_and_every_job_has_a_purpose(clock_ru
     _, results = clock_run
     for _, result in results:
         run = result.manifest["run"]
-        assert run["forecast_rows"]["sales"] == pytest.approx(SALES // 4, abs=1), result.index
+        if result.index == 1:  # planned before anything was known of the data but its files' size
+            assert run["forecast_rows"]["sales"] > 0
+        else:  # the rate of the rows landed so far
+            assert run["forecast_rows"]["sales"] == pytest.approx(SALES // 4, abs=1), result.index
         assert set(run["work"]) <= set(PURPOSES) | {UNTAGGED}
         assert "untagged" not in run["work"], run["work"]
         assert run["planning_seconds"] > 0
@@ -151,3 +156,22 @@ def test_plans_by_the_clock_are_the_simulated_plans_when_the_forecast_is_right(
     for _, result in results[1:]:
         index = result.index
         assert ran(folder / "work" / "jobs" / "even", label, index) == ran(simulated.store.root, label, index), index
+
+
+def test_history_shows_each_runs_overhead_beside_its_plans_work(clock_run: tuple[Path, list[Any]]) -> None:
+    from click.testing import CliRunner
+
+    from tempura.cli import main
+
+    folder, results = clock_run
+    shown = CliRunner().invoke(main, ["history", str(folder / "spec.yaml"), "--workdir", str(folder / "work")],
+                               env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    assert "overhead cpu s" in shown.output and "by purpose" in shown.output
+    assert "statistics" in shown.output and "landing" in shown.output and "fragment" in shown.output
+    assert shown.output.count(f"sales {SALES // 4} ({SALES // 4})") == 3  # landed (forecast) from t2 on
+    data = CliRunner().invoke(main, ["history", str(folder / "spec.yaml"), "--workdir", str(folder / "work"),
+                                     "--format", "json"])
+    runs = json.loads(data.output)["runs"]
+    assert [r["work"]["landing"]["rows_in"] for r in runs] == [SALES // 4] * 4
+    assert runs[-1]["forecast_rows"] == {"sales": SALES // 4} and runs[-1]["landed_rows"] == {"sales": SALES // 4}

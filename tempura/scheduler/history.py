@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS runs (
     reason TEXT,
     landing_cpu_seconds REAL,
     landing_bytes_read INTEGER,
+    work TEXT,
+    planning_seconds REAL,
+    run_wall_seconds REAL,
+    forecast_rows TEXT,
+    landed_rows TEXT,
     PRIMARY KEY (cycle, time_index)
 );
 CREATE TABLE IF NOT EXISTS fragments (
@@ -113,7 +118,9 @@ CREATE TABLE IF NOT EXISTS plans (
 
 RUN_COLUMNS = ("cycle", "time_index", "time_value", "committed_at", "mode", "method", "plan_id", "estimated_seconds",
                "wall_seconds", "cpu_seconds", "rows_landed", "late_rows", "rejected_rows", "delivered", "replanned",
-               "plan_changed", "reason", "landing_cpu_seconds", "landing_bytes_read")
+               "plan_changed", "reason", "landing_cpu_seconds", "landing_bytes_read", "work", "planning_seconds",
+               "run_wall_seconds", "forecast_rows", "landed_rows")
+JSON_COLUMNS = ("work", "forecast_rows", "landed_rows")  # runs columns that hold a JSON document
 PLAN_COLUMNS = ("plan_id", "cycle", "from_index", "method", "cost_vector", "objective", "reason", "created_at")
 FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output", "streaming", "estimated_rows",
                     "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
@@ -122,7 +129,9 @@ FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output
                     "probe_keys", "estimated_row_seconds", "row_constant")
 # Columns the schema gained later, with their types: a history written before them
 # gets them (NULL in its old rows) when it is next opened.
-ADDED_COLUMNS = {"runs": (("landing_cpu_seconds", "REAL"), ("landing_bytes_read", "INTEGER")),
+ADDED_COLUMNS = {"runs": (("landing_cpu_seconds", "REAL"), ("landing_bytes_read", "INTEGER"), ("work", "TEXT"),
+                          ("planning_seconds", "REAL"), ("run_wall_seconds", "REAL"), ("forecast_rows", "TEXT"),
+                          ("landed_rows", "TEXT")),
                  "fragments": (("jobs", "INTEGER"), ("stages", "INTEGER"), ("estimated_stages", "REAL"),
                                ("estimated_fixed_seconds", "REAL"), ("fallback", "TEXT"), ("pruned_bytes_read", "INTEGER"),
                                ("pruned_bytes", "INTEGER"), ("pruned_buckets_read", "INTEGER"), ("pruned_buckets", "INTEGER"),
@@ -150,7 +159,36 @@ def run_row(manifest: Mapping[str, Any]) -> tuple[Any, ...]:
             run["method"], run["plan_id"], run["estimated_seconds"], run["wall_seconds"], run["cpu_seconds"],
             run["rows_landed"], run["late_rows"], run["rejected_rows"], manifest.get("delivered"),
             int(run.get("replanned", False)), int(run.get("plan_changed", False)), run.get("reason"),
-            run.get("landing_cpu_seconds"), run.get("landing_bytes_read"))
+            run.get("landing_cpu_seconds"), run.get("landing_bytes_read"),
+            json.dumps(run["work"], sort_keys=True) if run.get("work") is not None else None,
+            run.get("planning_seconds"), run.get("run_wall_seconds"),
+            json.dumps(run["forecast_rows"], sort_keys=True) if run.get("forecast_rows") else None,
+            json.dumps({name: entry.get("rows") for name, entry in manifest.get("landed", {}).items()}, sort_keys=True))
+
+
+# What a time point's run did besides its plan's fragments (tempura.runtime.metrics.PURPOSES):
+# its overhead, which the history shows beside the plan's work.
+PLAN_WORK = ("fragment", "state save", "delivery")
+
+
+def work_split(row: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """A ``runs`` row's executor CPU seconds of its plan's work and of everything else the run
+    did (statistics, arrival, schemas, landing, checks, commit); ``None`` where not recorded."""
+    if not row.get("work"):
+        return None, None
+    work = json.loads(row["work"]) if isinstance(row["work"], str) else row["work"]
+    plan = sum(float(w.get("cpu_seconds", 0.0)) for purpose, w in work.items() if purpose in PLAN_WORK)
+    other = sum(float(w.get("cpu_seconds", 0.0)) for purpose, w in work.items() if purpose not in PLAN_WORK)
+    return plan, other
+
+
+def forecast_error(row: Mapping[str, Any]) -> dict[str, tuple[float, int]]:
+    """Per source, the rows forecast for a ``runs`` row's interval and the rows it landed."""
+    if not row.get("forecast_rows") or not row.get("landed_rows"):
+        return {}
+    forecast = json.loads(row["forecast_rows"]) if isinstance(row["forecast_rows"], str) else row["forecast_rows"]
+    landed = json.loads(row["landed_rows"]) if isinstance(row["landed_rows"], str) else row["landed_rows"]
+    return {name: (float(forecast[name]), int(landed[name])) for name in sorted(forecast) if landed.get(name) is not None}
 
 
 def fragment_rows(manifest: Mapping[str, Any]) -> list[tuple[Any, ...]]:
@@ -218,7 +256,12 @@ class History:
             return db.execute("SELECT 1 FROM runs WHERE cycle = ? AND time_index = ?", (cycle, index)).fetchone() is not None
 
     def runs(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM runs ORDER BY cycle, time_index")
+        rows = self._rows("SELECT * FROM runs ORDER BY cycle, time_index")
+        for row in rows:  # the columns holding JSON documents, as data
+            for key in JSON_COLUMNS:
+                if isinstance(row.get(key), str):
+                    row[key] = json.loads(row[key])
+        return rows
 
     def fragments(self, cycle: str | None = None) -> list[dict[str, Any]]:
         if cycle is None:

@@ -279,6 +279,22 @@ def for_cycle(base: Prepared, cycle: Cycle, counts: Mapping[str, Sequence[tuple[
     return prepared, reasons
 
 
+def run_overhead(prepared: Prepared, constants: CostConstants | None = None) -> list[float]:
+    """The model's cost (ns) of what a run does around its plan at each time point, the same
+    whatever the plan: landing each source's interval (reading its new files, writing the
+    landing, with a stage each) and merging its statistics (no data read). What the plan's
+    own reads of a landing cost is the plan's."""
+    constants = constants or prepared.spec.cost_constants
+    k = prepared.points.k
+    out = [0.0] * k
+    for name in prepared.arrival.sources:
+        stats = prepared.estimator.tables(name)
+        width = stats.bytes / stats.rows if stats.rows > 0 else 0.0
+        for i, rows in enumerate(expected_rows(prepared.arrival.source(name), stats.rows)[:k]):
+            out[i] += rows * width * (constants.dfs_read + constants.dfs_write) + rows * constants.cpu + 2 * constants.stage
+    return out
+
+
 def expected_interval(prepared: Prepared, index: int) -> dict[str, float]:
     """Per source, the rows the plan of ``prepared`` expects interval ``index`` to land (the
     forecast a run by the clock records, to set against what lands)."""
@@ -379,6 +395,8 @@ def prepare_job(spec: Spec, stats_root: Location, spark: SparkSession | None = N
     from tempura.stats.store import file_state
 
     if by_clock:
+        if spark is None and start_spark is not None and spec.catalog().needs_spark_for_schemas:
+            spark = start_spark()
         return prepare(spec, spark, stats_root, measure_data=False, meter=meter)
     stale = stale_sources(spec, stats_root, spark)
     if spark is None:

@@ -174,6 +174,7 @@ class Runner:
         self._observed: dict[str, ObservedSketch] = {}  # per source, the sketch its landing observes
         self._planning_seconds = 0.0  # the wall time the time point under way spent planning
         self._planning_cycle: Cycle | None = None  # the cycle of the time point under way
+        self._first_counts: dict[str, dict[str, Any]] = {}  # per source, a first landing's rows per interval
         self.skipped = 0  # cycles left out of the last due() for max_catch_up
         self._considered: dict[str, list[dict[str, Any]]] = {}  # the cycles the last due() looked at
         self.output = None
@@ -390,8 +391,9 @@ class Runner:
                                       {name: by_index[index] for name, by_index in plan.layouts.items() if index in by_index})
         broken, keys = self._check_keys(cycle, index, previous)
         checks = keys + changes  # what checking the landing cost
+        first = self._update_statistics(landed)
         planning = time.perf_counter()
-        plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken)
+        plan = self._after_landing(cycle, index, plan, saved, previous, landed, broken, first)
         self._planning_seconds += time.perf_counter() - planning
         self.store.save_plan(label, index, plan.to_json())
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.points.k, self.output,
@@ -402,7 +404,6 @@ class Runner:
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
             i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
-        self._update_statistics(landed)  # before the commit: what it cost is the time point's
         manifest = self._manifest(cycle, index, plan, run, landed, {k: v for k, v in saved.items() if k in alive}, previous,
                                   broken, checks)
         manifest["run"]["work"] = {purpose: _work_json(metrics) for purpose, metrics in self.meter.by_purpose().items()}
@@ -693,8 +694,8 @@ class Runner:
         store = self.stats_store
         self._find_sources()
         for name, feed in self.feeds.items():
-            if store.load(name) is not None:
-                continue
+            if store.load(name) is not None or self._sketched_at_landing(feed):
+                continue  # a plain source's first collection is its first landing's pass
             files = [f[0] for f in self.files.data_files(feed.location)]
             if not files:
                 continue
@@ -714,6 +715,14 @@ class Runner:
                 if intervals and cycle is not None:
                     arrival = {"cycle": cycle.label, "rows": [r for r, _ in counts], "deletions": [d for _, d in counts]}
                 self._save_sketch(name, sketch, arrival)
+
+    @staticmethod
+    def _sketched_at_landing(feed: Feed) -> bool:
+        """Whether a source without statistics gets them from its first landing's own pass: one
+        of files arriving by a column, neither a change feed nor a range query's window (whose
+        first collection is a pass of its own, before planning), as the runner lands it at
+        ``t_1``, where it reads every file."""
+        return feed.arrival_column is not None and feed.op_column is None and feed.window is None and feed.table is None
 
     def _interval_conditions(self, name: str, cycle: Cycle) -> list[Column]:
         """Per interval of ``cycle``, whether a row of source ``name`` arrives in it (none for a
@@ -753,24 +762,29 @@ class Runner:
             if isinstance(tables, StatsCatalog):
                 tables.forget(name)
 
-    def _update_statistics(self, landed: Mapping[str, Landed]) -> None:
-        """Merge each landed interval's sketch into its source's statistics (after the commit:
-        the files a sketch covers are never merged twice, so a time point run again after a
-        crash adds nothing)."""
+    def _update_statistics(self, landed: Mapping[str, Landed]) -> list[str]:
+        """Merge each landed interval's sketch into its source's statistics (the files a sketch
+        covers are never merged twice, so a time point run again after a crash adds nothing);
+        returns the sources whose first statistics these are."""
         store = self.stats_store
+        first: list[str] = []
         for name, land in landed.items():
             observed = self._observed.pop(name, None)
             if observed is None:
                 continue
             stored = store.load(name)
-            if stored is None or stored.sketch is None:
-                continue
-            base = TableSketch.from_json(stored.sketch)
             delta = observed.result()
-            if delta.files <= base.files:
-                continue
             with self.meter.measure(f"statistics of {name}", purpose="statistics"):
-                self._save_sketch(name, base.merged(delta, self.spark))
+                if stored is None:  # the first collection: the landing read every file
+                    self._save_sketch(name, delta, self._first_counts.pop(name, None))
+                    first.append(name)
+                    continue
+                if stored.sketch is None:
+                    continue
+                base = TableSketch.from_json(stored.sketch)
+                if not delta.files <= base.files:
+                    self._save_sketch(name, base.merged(delta, self.spark))
+        return first
 
     def plan(self, cycle: Cycle, index: int, saved: dict[str, SavedState], previous: dict[str, Any] | None) -> MultiTimePlan:
         """The plan for ``index`` and the rest of the cycle, given what is committed."""
@@ -782,7 +796,8 @@ class Runner:
         return made
 
     def _after_landing(self, cycle: Cycle, index: int, plan: MultiTimePlan, saved: dict[str, SavedState],
-                       previous: dict[str, Any] | None, landed: dict[str, Landed], broken: dict[str, str]) -> MultiTimePlan:
+                       previous: dict[str, Any] | None, landed: dict[str, Landed], broken: dict[str, str],
+                       first: Sequence[str] = ()) -> MultiTimePlan:
         """The plan to run at ``index`` now that its intervals have landed: the same, unless a
         source landed no rows where the plan reads it at ``index`` — then an empty read is a
         fact, and the time point is planned again with the landed counts (a join probing a
@@ -795,12 +810,14 @@ class Runner:
         newly = sorted(set(broken) - set((previous or {}).get("broken_keys", {})))
         expected = expected_empty(self.spec, index - 1)
         surprises = sorted(name for name, land in landed.items() if land.rows > 0 and index in expected.get(name, ()))
-        if not hit and not newly and not surprises:
+        if not hit and not newly and not surprises and not first:
             return plan
         replanned, _ = self._planned(cycle, index, saved, previous, landed, broken)
         reasons = [f"{', '.join(hit)} landed no rows at t{index}"] if hit else []
         reasons += [f"{name} landed {landed[name].rows} rows at t{index}, where none were expected" for name in surprises]
         reasons += [f"key {d} broken: {broken[d]}" for d in newly]
+        if first:
+            reasons.append(f"the first statistics of {', '.join(first)}, from its landing (planned before on defaults)")
         why = f"planned again after landing: {'; '.join(reasons)}"
         replanned.notes.append(why)
         self._plans[(cycle.label, index)] = replanned
@@ -1061,10 +1078,13 @@ class Runner:
             is_new = F.col(NEW_FILE)
             start = values[index - 2] if index > 1 else origin
             earlier = is_new & (arrival <= _time_literal(start)) if start is not None else F.lit(False)
+            first = [] if self.simulate or self.stats_store.load(name) is not None else self._interval_conditions(name, cycle)
             observed_raw = observed_raw.observe(
                 counted, F.count(F.when(arrival > _time_literal(values[index - 1]), F.lit(1))).alias("later"),
                 F.count(F.when(earlier, F.lit(1))).alias("earlier"),
-                F.count(F.when(is_new & arrival.isNull(), F.lit(1))).alias("nulls"))
+                F.count(F.when(is_new & arrival.isNull(), F.lit(1))).alias("nulls"),
+                # a first collection: the rows of each interval the files hold (the forecast's)
+                *[F.count(F.when(inside, F.lit(1))).alias(f"in{j}") for j, inside in enumerate(first)])
         rows, _ = interval_rows(feed, observed_raw, new_paths, origin, values, index, self.spec.model.late, landed_before,
                                 keep_file=True)
         _, late = interval_rows(feed, raw, new_paths, origin, values, index, self.spec.model.late, landed_before)
@@ -1104,6 +1124,9 @@ class Runner:
                       check_cpu_seconds=checked.cpu_seconds, layout=layout, cpu_seconds=written.cpu_seconds,
                       bytes_read=written.bytes_in)
         landing = counted.get if counted is not None else None  # None: not counted, so read as before
+        if landing is not None and "in0" in landing:
+            held = [int(landing.get(f"in{j}") or 0) for j in range(cycle.points.k)]
+            self._first_counts[name] = {"cycle": label, "rows": held, "deletions": [0] * len(held)}
         if read is not None:  # the files holding rows of later intervals are read again then
             land.open_files = read if landing is None or int(landing.get("later") or 0) > 0 else []
         if landing is not None and not int(landing.get("earlier") or 0):
@@ -1138,9 +1161,10 @@ class Runner:
 
         self._observed.pop(name, None)
         stored = self.stats_store.load(name)
-        if stored is None or stored.sketch is None or FILE not in rows.columns:
+        if FILE not in rows.columns or (stored is None and (self.simulate or not self._sketched_at_landing(self.feeds[name])))\
+                or (stored is not None and stored.sketch is None):
             return rows
-        fresh = sorted(new_paths - set(TableSketch.from_json(stored.sketch).files))
+        fresh = sorted(new_paths - (set(TableSketch.from_json(stored.sketch).files) if stored is not None else set()))
         if not fresh:
             return rows
         observed = ObservedSketch(self._sketched_columns(name, schema), fresh, keep=F.col(SKETCHED),

@@ -1,0 +1,198 @@
+"""``tempura bench clock``: standing queries run the way users run them, and counted as they pay.
+
+Per scenario, the generated data is split per interval (:func:`benchmarks.clock.split_by_interval`)
+and each contender takes the cycle by the clock: before time point ``t_i`` its folders receive
+interval ``i``'s files, and a **new process** runs the point, with Spark's event log on. The
+contenders, in one run, alternating cycle by cycle (:func:`benchmarks.rounds.round_order`):
+
+- ``auto`` and ``batch``: ``tempura run SPEC --now t_i`` (``--method``);
+- ``spark-sql``: what a Spark user writes instead, a script that recomputes the query over the
+  folders as they are at ``t_i`` (the rows of the cycle so far) with ``spark.sql`` and writes it.
+
+Per time point and contender, medians over the rounds of the **whole run**: executor CPU of every
+Spark job the process started (its event log), records and bytes read, jobs, the process's own
+CPU (Python and the JVM) and its wall time; beside them, labelled partial, tempura's fragments'
+executor CPU and landing's, and the per-purpose split. The ratios: auto over each contender, and
+auto's overhead (its whole run over its fragments and landing). Every result each contender
+delivers is checked against ``spark.sql`` over that time point's snapshot of the whole data.
+JSON to the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from benchmarks.clock import PROJECT, ClockJob, PointFigures, read_event_log, split_by_interval
+from benchmarks.rounds import round_order
+from scenarios import copy_scenario
+from tempura.runtime import compare_results
+from tempura.scheduler import load_spec
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CONTENDERS = ("auto", "batch", "spark-sql")
+RECOMPUTE = """
+import sys
+from tempura.runtime.spark import get_spark
+from tempura.scheduler import load_spec
+from tempura.scheduler.reference import reference
+spec = load_spec(sys.argv[1])
+cycle = spec.cycle(0)
+index = int(sys.argv[2])
+reference(get_spark(), spec, cycle, index).write.mode("overwrite").parquet(sys.argv[3])
+"""
+
+
+def recompute_point(job: ClockJob, index: int, out: Path, events: Path) -> PointFigures:
+    """The ``spark-sql`` contender's time point: a new process recomputing the query over the
+    job's folders as they are, measured as :meth:`ClockJob.run_point` measures tempura's."""
+    import os
+
+    events.mkdir(parents=True, exist_ok=True)
+    report = events / "process.json"
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.resolve().as_uri(),
+            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
+    env = dict(os.environ, PYSPARK_SUBMIT_ARGS=" ".join(f"--conf {k}={v}" for k, v in conf.items()) + " pyspark-shell",
+               TEMPURA_PROCESS_REPORT=str(report))
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", RECOMPUTE, str(job.spec_path), str(index), str(out)], cwd=PROJECT,
+                          env=env, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - began
+    log = read_event_log(events)
+    process = json.loads(report.read_text()) if report.exists() else {}
+    whole = log["whole"]
+    return PointFigures(index, done.returncode, wall, whole["cpu_seconds"], int(whole["records_read"]),
+                        int(whole["bytes_read"]), int(whole["jobs"]), log["app_wall_seconds"],
+                        float(process.get("python_cpu_seconds", 0.0)) + float(process.get("jvm_cpu_seconds", 0.0)),
+                        log["by_purpose"], (done.stdout + done.stderr)[-4000:])
+
+
+def delivered_path(job: ClockJob, index: int) -> str | None:
+    """Where tempura's run delivered time point ``index`` (its manifest says)."""
+    spec = job.spec
+    cycle = spec.cycle(0)
+    assert cycle is not None
+    manifest = job.workdir / "jobs" / spec.name / "cycles" / cycle.label / f"t{index:03d}.json"
+    if not manifest.exists():
+        return None
+    return json.loads(manifest.read_text()).get("delivered")
+
+
+def run_cycle(spark: SparkSession, contender: str, spec_path: Path, staged: Path, folder: Path,
+              expected: dict[int, list[tuple[Any, ...]]]) -> list[dict[str, Any]]:
+    """One cycle of ``contender`` by the clock in a fresh folder: each point's figures, checked."""
+    job = ClockJob.create(spec_path, staged, folder)
+    cycle = job.spec.cycle(0)
+    assert cycle is not None
+    points = []
+    for index in range(1, cycle.last + 1):
+        job.arrive(index)
+        events = folder / "events" / f"t{index:03d}"
+        if contender == "spark-sql":
+            out = folder / "result" / f"t{index:03d}"
+            figures = recompute_point(job, index, out, events)
+            path: str | None = str(out)
+        else:
+            figures = job.run_point(index, contender, events)
+            path = delivered_path(job, index)
+        entry = figures.to_json()
+        entry["checked"] = None
+        if figures.returncode != 0:
+            entry["error"] = figures.output.strip().splitlines()[-1] if figures.output.strip() else "failed"
+        elif index in expected and path is not None:
+            got = [tuple(r) for r in spark.read.parquet(path).collect()]
+            outcome = compare_results(expected[index], got)
+            entry["checked"] = outcome.equal
+            if not outcome.equal:
+                entry["wrong"] = outcome.reason
+        if contender != "spark-sql":
+            manifest = job.workdir / "jobs" / job.spec.name / "cycles" / cycle.label / f"t{index:03d}.json"
+            if manifest.exists():
+                run = json.loads(manifest.read_text())["run"]
+                entry["rows_landed"] = run.get("rows_landed")
+                entry["planning_seconds"] = run.get("planning_seconds")
+                entry["method_run"] = run.get("method")
+        points.append(entry)
+    return points
+
+
+def medians(cycles: Sequence[list[dict[str, Any]]], key: str) -> list[float]:
+    return [statistics.median(float(c[i].get(key) or 0.0) for c in cycles) for i in range(len(cycles[0]))]
+
+
+def purpose_medians(cycles: Sequence[list[dict[str, Any]]], purpose: str) -> list[float]:
+    return [statistics.median(float(c[i]["by_purpose"].get(purpose, {}).get("cpu_seconds", 0.0)) for c in cycles)
+            for i in range(len(cycles[0]))]
+
+
+def summarize(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, Any]:
+    """Per contender, the medians per time point; auto's ratios against each other contender and
+    its overhead over its own fragments and landing."""
+    out: dict[str, Any] = {}
+    for name, cycles in runs.items():
+        out[name] = {
+            "cpu_seconds": medians(cycles, "cpu_seconds"),
+            "records_read": medians(cycles, "records_read"),
+            "process_cpu_seconds": medians(cycles, "process_cpu_seconds"),
+            "wall_seconds": medians(cycles, "wall_seconds"),
+            "jobs": medians(cycles, "jobs"),
+            "fragments_cpu_seconds (partial)": purpose_medians(cycles, "fragment"),
+            "landing_cpu_seconds (partial)": purpose_medians(cycles, "landing"),
+            "statistics_cpu_seconds (partial)": purpose_medians(cycles, "statistics"),
+            "correct": all(p.get("checked") is not False and "error" not in p for c in cycles for p in c),
+            "checked_points": sum(1 for c in cycles for p in c if p.get("checked") is True),
+        }
+    if "auto" in out:
+        auto = out["auto"]
+        ratios: dict[str, Any] = {}
+        for name, other in out.items():
+            if name == "auto":
+                continue
+            ratios[name] = {
+                key: [a / b if b else None for a, b in zip(auto[key], other[key])]
+                for key in ("cpu_seconds", "records_read", "process_cpu_seconds", "wall_seconds")}
+            ratios[name]["cpu_seconds_summed"] = sum(auto["cpu_seconds"]) / max(1e-9, sum(other["cpu_seconds"]))
+        auto["overhead"] = [c / (f + land) if f + land > 0 else None for c, f, land in
+                            zip(auto["cpu_seconds"], auto["fragments_cpu_seconds (partial)"],
+                                auto["landing_cpu_seconds (partial)"])]
+        out["auto_ratios"] = ratios
+    return out
+
+
+def run(spark: SparkSession, out: Path, workdir: Path, scenario: str, scale: float, repeat: int,
+        contenders: Sequence[str] = CONTENDERS) -> dict[str, Any]:
+    """The benchmark of one scenario; writes ``clock-<scenario>.json`` under ``out``."""
+    import importlib
+
+    from tempura.scheduler.reference import reference
+
+    root = workdir / f"clock-{scenario}"
+    shutil.rmtree(root, ignore_errors=True)
+    spec_path = copy_scenario(scenario, root / "data")
+    generator = importlib.import_module(f"scenarios.{scenario}.generate")
+    generator.generate(spark, spec_path.parent, scale)
+    spec = load_spec(spec_path)
+    counts = split_by_interval(spark, spec, root / "staged")
+    cycle = spec.cycle(0)
+    assert cycle is not None
+    expected = {i: [tuple(r) for r in reference(spark, spec, cycle, i).collect()] for i in range(1, cycle.last + 1)
+                if i in cycle.time_points.deliver}
+    runs: dict[str, list[list[dict[str, Any]]]] = {c: [] for c in contenders}
+    for warm in contenders:  # a cycle each, unmeasured: the first process pays for caches the others find
+        run_cycle(spark, warm, spec_path, root / "staged", root / f"warm-{warm}", expected)
+    for rep in range(repeat):
+        for name in round_order(list(contenders), rep):
+            runs[name].append(run_cycle(spark, name, spec_path, root / "staged", root / f"{name}-{rep}", expected))
+    result = {"scenario": scenario, "scale": scale, "repeat": repeat, "rows_per_interval": counts,
+              "contenders": list(contenders), "runs": runs, "summary": summarize(runs)}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"clock-{scenario}.json").write_text(json.dumps(result, indent=1, default=str))
+    return result
