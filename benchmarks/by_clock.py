@@ -23,13 +23,10 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from benchmarks.clock import PROJECT, ClockJob, PointFigures, read_event_log, split_by_interval
+from benchmarks.clock import ClockJob, PointFigures, measured_process, split_by_interval
 from benchmarks.rounds import round_order
 from scenarios import copy_scenario
 from tempura.runtime import compare_results
@@ -54,25 +51,7 @@ reference(get_spark(), spec, cycle, index).write.mode("overwrite").parquet(sys.a
 def recompute_point(job: ClockJob, index: int, out: Path, events: Path) -> PointFigures:
     """The ``spark-sql`` contender's time point: a new process recomputing the query over the
     job's folders as they are, measured as :meth:`ClockJob.run_point` measures tempura's."""
-    import os
-
-    events.mkdir(parents=True, exist_ok=True)
-    report = events / "process.json"
-    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.resolve().as_uri(),
-            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
-    env = dict(os.environ, PYSPARK_SUBMIT_ARGS=" ".join(f"--conf {k}={v}" for k, v in conf.items()) + " pyspark-shell",
-               TEMPURA_PROCESS_REPORT=str(report))
-    began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", RECOMPUTE, str(job.spec_path), str(index), str(out)], cwd=PROJECT,
-                          env=env, capture_output=True, text=True, timeout=1800)
-    wall = time.perf_counter() - began
-    log = read_event_log(events)
-    process = json.loads(report.read_text()) if report.exists() else {}
-    whole = log["whole"]
-    return PointFigures(index, done.returncode, wall, whole["cpu_seconds"], int(whole["records_read"]),
-                        int(whole["bytes_read"]), int(whole["jobs"]), log["app_wall_seconds"],
-                        float(process.get("python_cpu_seconds", 0.0)) + float(process.get("jvm_cpu_seconds", 0.0)),
-                        log["by_purpose"], (done.stdout + done.stderr)[-4000:])
+    return measured_process(index, ["-c", RECOMPUTE, str(job.spec_path), str(index), str(out)], events)
 
 
 def delivered_path(job: ClockJob, index: int) -> str | None:

@@ -63,11 +63,13 @@ def split_by_interval(spark: SparkSession, spec: Spec, out: Path, files_per_inte
         bounds = [cycle.origin, *values]
         found = []
         for i in range(len(bounds)):
+            upper, lower = bounds[i], bounds[i - 1] if i > 0 else None
             if i == 0:
-                where = f"`{column}` <= {sql_literal(bounds[0])}" if bounds[0] is not None else None
+                where = f"`{column}` <= {sql_literal(upper)}" if upper is not None else None
             else:
-                low = f"`{column}` > {sql_literal(bounds[i - 1])} AND " if bounds[i - 1] is not None else ""
-                where = f"{low}`{column}` <= {sql_literal(bounds[i])}"
+                assert upper is not None
+                low = f"`{column}` > {sql_literal(lower)} AND " if lower is not None else ""
+                where = f"{low}`{column}` <= {sql_literal(upper)}"
             if where is None:
                 found.append(0)
                 continue
@@ -207,24 +209,32 @@ class ClockJob:
                   extra: Sequence[str] = ()) -> PointFigures:
         """``tempura run SPEC --now t_index`` in a new process, measured whole."""
         events = events or self.folder / "events" / f"t{index:03d}-{method}-{time.time_ns()}"
-        events.mkdir(parents=True, exist_ok=True)
-        report = events / "process.json"
-        conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.resolve().as_uri(),
-                "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false", **self.spark_conf}
-        args = " ".join(f"--conf {k}={v}" for k, v in conf.items())
-        env = dict(os.environ, PYSPARK_SUBMIT_ARGS=f"{args} pyspark-shell", TEMPURA_PROCESS_REPORT=str(report))
-        command = [sys.executable, "-c", ENTRY, "run", str(self.spec_path), "--now", self.now(index), "--method",
-                   method, "--workdir", str(self.workdir), *extra]
-        began = time.perf_counter()
-        done = subprocess.run(command, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-        wall = time.perf_counter() - began
-        log = read_event_log(events)
-        process = json.loads(report.read_text()) if report.exists() else {}
-        whole = log["whole"]
-        return PointFigures(index, done.returncode, wall, whole["cpu_seconds"], int(whole["records_read"]),
-                            int(whole["bytes_read"]), int(whole["jobs"]), log["app_wall_seconds"],
-                            float(process.get("python_cpu_seconds", 0.0)) + float(process.get("jvm_cpu_seconds", 0.0)),
-                            log["by_purpose"], (done.stdout + done.stderr)[-4000:])
+        command = ["-c", ENTRY, "run", str(self.spec_path), "--now", self.now(index), "--method", method, "--workdir",
+                   str(self.workdir), *extra]
+        return measured_process(index, command, events, self.spark_conf)
 
 
-__all__ = ["ClockJob", "PointFigures", "read_event_log", "split_by_interval"]
+def measured_process(index: int, args: Sequence[str], events: Path, spark_conf: Mapping[str, str] | None = None
+                     ) -> PointFigures:
+    """``python ARGS`` in a new process whose Spark writes its event log under ``events``: the
+    whole of what it cost (:func:`read_event_log`, and the process's own CPU)."""
+    events.mkdir(parents=True, exist_ok=True)
+    report = events / "process.json"
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.resolve().as_uri(),
+            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false", **(spark_conf or {})}
+    flags = " ".join(f"--conf {k}={v}" for k, v in conf.items())
+    env = dict(os.environ, PYSPARK_SUBMIT_ARGS=f"{flags} pyspark-shell", TEMPURA_PROCESS_REPORT=str(report))
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, *args], cwd=PROJECT, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    wall = time.perf_counter() - began
+    log = read_event_log(events)
+    process = json.loads(report.read_text()) if report.exists() else {}
+    whole = log["whole"]
+    return PointFigures(index, done.returncode, wall, whole["cpu_seconds"], int(whole["records_read"]),
+                        int(whole["bytes_read"]), int(whole["jobs"]), log["app_wall_seconds"],
+                        float(process.get("python_cpu_seconds", 0.0)) + float(process.get("jvm_cpu_seconds", 0.0)),
+                        log["by_purpose"], (done.stdout + done.stderr)[-4000:])
+
+
+__all__ = ["ClockJob", "PointFigures", "measured_process", "read_event_log", "split_by_interval"]

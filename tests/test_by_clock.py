@@ -175,3 +175,20 @@ def test_history_shows_each_runs_overhead_beside_its_plans_work(clock_run: tuple
     runs = json.loads(data.output)["runs"]
     assert [r["work"]["landing"]["rows_in"] for r in runs] == [SALES // 4] * 4
     assert runs[-1]["forecast_rows"] == {"sales": SALES // 4} and runs[-1]["landed_rows"] == {"sales": SALES // 4}
+
+
+def test_a_time_point_run_by_the_clock_in_its_own_process_is_measured_whole(source: Path, tmp_path: Path) -> None:
+    """``benchmarks.clock``: interval 1's files arrive, a new process runs ``tempura run --now
+    t1`` with Spark's event log on, and every job of that process is counted by its purpose."""
+    from benchmarks.clock import ClockJob
+
+    job = ClockJob.create(source / "spec.yaml", source / "staged", tmp_path / "job")
+    assert job.arrive(1) >= 1
+    figures = job.run_point(1, "auto")
+    assert figures.returncode == 0, figures.output
+    assert set(figures.by_purpose) <= set(PURPOSES) | {UNTAGGED}
+    landing = figures.by_purpose["landing"]
+    assert landing["records_read"] == SALES // 4 and landing["jobs"] >= 1
+    assert figures.records_read >= SALES // 4 and figures.cpu_seconds > 0 and figures.jobs >= 1
+    assert figures.process_cpu_seconds > figures.cpu_seconds  # Python and the JVM, executors included
+    assert figures.wall_seconds >= figures.app_wall_seconds > 0

@@ -91,12 +91,7 @@ class Meter:
         tracker = self.spark.sparkContext.statusTracker()
         caught_up(self.spark)
         jobs = [j for j in tracker.getJobIdsForGroup(None) if j not in self._untagged_before]
-        stage_ids: set[int] = set()
-        for job in jobs:
-            info = tracker.getJobInfo(job)
-            if info is not None:
-                stage_ids.update(info.stageIds)
-        metrics = stage_metrics(self.spark, stage_ids)
+        metrics = stage_metrics(self.spark, stages_of(self.spark, jobs))
         metrics.jobs = len(jobs)
         return metrics
 
@@ -149,16 +144,22 @@ class Meter:
         caught_up(self.spark)
         tracker = sc.statusTracker()
         jobs = [job for group in groups for job in tracker.getJobIdsForGroup(group)]
-        stage_ids: set[int] = set()
-        for job in jobs:
-            info = tracker.getJobInfo(job)
-            if info is not None:
-                stage_ids.update(info.stageIds)
-        found = stage_metrics(self.spark, stage_ids)
+        found = stage_metrics(self.spark, stages_of(self.spark, jobs))
         for name, value in found.to_json().items():
             if name not in ("wall_seconds", "rows_out"):
                 setattr(metrics, name, value)
         metrics.jobs = len(jobs)
+
+
+def stages_of(spark: SparkSession, jobs: Iterable[int]) -> set[int]:
+    """The stages of Spark jobs ``jobs`` (those the status tracker still holds)."""
+    tracker = spark.sparkContext.statusTracker()
+    out: set[int] = set()
+    for job in jobs:
+        info = tracker.getJobInfo(job)
+        if info is not None:
+            out.update(info.stageIds)
+    return out
 
 
 def caught_up(spark: SparkSession) -> None:

@@ -1036,7 +1036,8 @@ class Runner:
             return read_source(self.spark, feed, columns=columns), None
         if index == 1:
             return read_source(self.spark, feed, columns=columns), [f for f in new]
-        paths = sorted(set(new) | {str(f) for f in tracked[feed.name]})
+        listed = {f[0] for f in self.files.data_files(feed.location)}  # an open file gone is read by no one
+        paths = sorted(set(new) | ({str(f) for f in tracked[feed.name]} & listed))
         if not paths:
             return read_source(self.spark, feed, columns=columns).where(F.lit(False)), []
         return read_source(self.spark, feed, paths=paths, columns=columns), paths
@@ -1100,7 +1101,8 @@ class Runner:
                                                                        carried_history(previous))
                         earlier_rows = landed_rows(self.spark, schema, folders, history)
                 rows, absent = settle_deletions(feed, rows, earlier_rows, index)
-        rows = self._observe_sketch(name, schema, rows, new_paths, feed.deletes)
+        rows = self._observe_sketch(name, schema, rows, new_paths, feed.deletes,
+                                    only_new=read is not None and set(read) <= new_paths)
         written_counts = Observation(f"tempura_landed_{name}")
         rows = rows.observe(written_counts, F.count(F.lit(1)).alias("rows"),
                             (F.count(F.when(F.col(OP) == "D", F.lit(1))) if feed.deletes else F.lit(0)).alias("deletions"))
@@ -1154,9 +1156,10 @@ class Runner:
         return land, checked
 
     def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new_paths: set[str],
-                        deletes: bool) -> DataFrame:
+                        deletes: bool, only_new: bool = False) -> DataFrame:
         """``rows`` with the sketch of those from files the source's statistics do not cover yet
-        observed on them (when the job keeps the source's statistics from its landings)."""
+        observed on them (when the job keeps the source's statistics from its landings);
+        ``only_new``: every row comes from a file first found now."""
         from pyspark.sql import functions as F
 
         self._observed.pop(name, None)
@@ -1164,13 +1167,15 @@ class Runner:
         if FILE not in rows.columns or (stored is None and (self.simulate or not self._sketched_at_landing(self.feeds[name])))\
                 or (stored is not None and stored.sketch is None):
             return rows
-        fresh = sorted(new_paths - (set(TableSketch.from_json(stored.sketch).files) if stored is not None else set()))
+        covered = TableSketch.from_json(stored.sketch).files if stored is not None and stored.sketch is not None else set()
+        fresh = sorted(new_paths - set(covered))
         if not fresh:
             return rows
-        observed = ObservedSketch(self._sketched_columns(name, schema), fresh, keep=F.col(SKETCHED),
+        everyone = only_new and set(fresh) == new_paths and not deletes  # no row to tell apart
+        observed = ObservedSketch(self._sketched_columns(name, schema), fresh, keep=None if everyone else F.col(SKETCHED),
                                   deleted=F.col(OP) == "D" if deletes else None)
         self._observed[name] = observed
-        return observed.attach(rows.withColumn(SKETCHED, F.col(FILE).isin(fresh)))
+        return observed.attach(rows if everyone else rows.withColumn(SKETCHED, F.col(FILE).isin(fresh)))
 
 
 def _work_json(metrics: WorkMetrics) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from tempura.sql.names import quote_identifier
-from tempura.stats.model import ORDERABLE, ColumnStats, Histogram, HistogramBin, TableStats, kind_of, step_of
+from tempura.stats.model import ORDERABLE, ColumnStats, Histogram, HistogramBin, Kind, TableStats, kind_of, step_of
 from tempura.stats.values import encode
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class ColumnSketch:
     kll: bytes | None = None
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> Kind:
         return kind_of(self.type_name)
 
     def to_json(self) -> dict[str, Any]:
@@ -129,11 +129,13 @@ class TableSketch:
                     args[f"{what}a{i}"], args[f"{what}b{i}"] = x, y
                     unions.append(merge.format(a=f":{what}a{i}", b=f":{what}b{i}") + f" AS `{what}{i}`")
         folded = spark.sql(f"SELECT {', '.join(unions)}", args=args).collect()[0].asDict() if unions else {}
-        columns = {}
+        columns: dict[str, ColumnSketch] = {}
         for i, name in enumerate(names):
             a, b = self.columns.get(name), other.columns.get(name)
             if a is None or b is None:
-                columns[name] = a or b  # type: ignore[assignment]
+                either = a or b
+                if either is not None:
+                    columns[name] = either
                 continue
             columns[name] = ColumnSketch(
                 a.type_name, a.count + b.count, a.nulls + b.nulls, a.deleted_nulls + b.deleted_nulls,
@@ -206,7 +208,7 @@ def _histogram(quantiles: Iterable[float] | None, rows: float, ndv: float | None
     return Histogram(tuple(HistogramBin(lo, hi, max(1.0, distinct), per_bin) for lo, hi in zip(bounds, bounds[1:])))
 
 
-def _ordered(column: Column, kind: str) -> Column | None:
+def _ordered(column: Column, kind: Kind) -> Column | None:
     """``column`` on the statistics' number line as a double (days for a date, seconds for a
     timestamp), for the quantile sketch; ``None`` for an unordered kind."""
     from pyspark.sql import functions as F
@@ -223,36 +225,39 @@ def _ordered(column: Column, kind: str) -> Column | None:
 def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, deleted: Column | None = None) -> list[Column]:
     """The aggregate that sketches ``columns`` (name: Spark type) over the rows ``keep`` selects
     (all when ``None``); ``deleted``: the condition of a deletion among them (a change feed's
-    ``D`` rows), counted apart and left out of the sketches."""
+    ``D`` rows), counted apart and left out of the sketches. Without either, no row is tested."""
     from pyspark.sql import functions as F
 
     kept = keep if keep is not None else F.lit(True)
-    inserted = kept & ~deleted if deleted is not None else kept
-    out = [F.count(F.when(inserted, F.lit(1))).alias("__inserted")]
+    inserted = (kept & ~deleted if keep is not None else ~deleted) if deleted is not None else keep
+
+    def only(value: Column) -> Column:  # ``value`` for the inserted rows, NULL for others
+        return F.when(inserted, value) if inserted is not None else value
+
+    out = [F.count(only(F.lit(1))).alias("__inserted")]
     out.append(F.count(F.when(kept & deleted, F.lit(1))).alias("__deleted") if deleted is not None
                else F.lit(0).alias("__deleted"))
     for i, (name, type_name) in enumerate(columns.items()):
         column = F.col(quote_identifier(name))
         kind = kind_of(type_name)
-        value = F.when(inserted, column)
+        value = only(column)
         out.append(F.count(value).alias(f"n{i}"))
-        out.append(F.count(F.when(inserted & column.isNull(), F.lit(1))).alias(f"z{i}"))
+        out.append(F.count(F.when(inserted & column.isNull() if inserted is not None else column.isNull(),
+                                  F.lit(1))).alias(f"z{i}"))
         out.append((F.count(F.when(kept & deleted & column.isNull(), F.lit(1))) if deleted is not None
                     else F.lit(0)).alias(f"y{i}"))
-        if kind in ("boolean", "other") and not type_name.lower().startswith(("decimal", "binary")):
-            distinct = F.xxhash64(column)
-        elif type_name.lower() in ("int", "integer", "bigint", "long", "string"):
+        if type_name.lower() in ("int", "integer", "bigint", "long", "string"):
             distinct = column
         elif type_name.lower() in ("smallint", "tinyint", "short", "byte"):
             distinct = column.cast("int")
-        else:
-            distinct = F.xxhash64(column)
-        out.append(F.hll_sketch_agg(F.when(inserted & column.isNotNull(), distinct), HLL_LG_K).alias(f"h{i}"))
+        else:  # every other type by its hash (a NULL hashes too: kept out below)
+            distinct = F.when(column.isNotNull(), F.xxhash64(column))
+        out.append(F.hll_sketch_agg(only(distinct), HLL_LG_K).alias(f"h{i}"))
         ordered = _ordered(column, kind)
         if ordered is not None:
             out.append(F.min(value).alias(f"lo{i}"))
             out.append(F.max(value).alias(f"hi{i}"))
-            out.append(F.kll_sketch_agg_double(F.when(inserted, ordered)).alias(f"k{i}"))
+            out.append(F.kll_sketch_agg_double(only(ordered)).alias(f"k{i}"))
         if kind == "string":
             out.append(F.sum(F.octet_length(value)).alias(f"ls{i}"))
             out.append(F.max(F.octet_length(value)).alias(f"lm{i}"))
@@ -269,7 +274,7 @@ def read_sketch(values: Mapping[str, Any], columns: Mapping[str, str], files: It
             value = values.get(key)
             if value is None:
                 return None
-            encoded = encode(value, kind)  # type: ignore[arg-type]
+            encoded = encode(value, kind)
             return encoded if isinstance(encoded, float) else None
 
         hll, kll = values.get(f"h{i}"), values.get(f"k{i}")
