@@ -185,7 +185,6 @@ def forecast_arrival(spec: Spec, cycle: Cycle, model: ArrivalModel, tables: Call
             continue
         current = model.source(name)
         earlier = [(int(r), int(d)) for r, d in forecast.earlier.get(name, ())]
-        earlier_deletions = [d for _, d in earlier]
         stats = tables(name)
         held = None
         if stats.arrival is not None and stats.arrival.get("cycle") == cycle.label and len(stats.arrival["rows"]) == k:
@@ -193,11 +192,14 @@ def forecast_arrival(spec: Spec, cycle: Cycle, model: ArrivalModel, tables: Call
         elif stats.arrival is None:
             held = files_hold(stats, source.arrival.column, cycle, k, spec.origin(name, cycle))
         upto = max(1, min(forecast.at, k))
+        counted: list[int] = []  # the deletions counted with the rows taken
         if held is not None and sum(held[upto:]) > 0:  # the files hold rows of intervals to come already
             rows = held
+            counted = [int(d) for d in (stats.arrival or {}).get("deletions", [])]
             how = "as the source's files held them when its statistics were first collected"
         elif len(earlier) == k and sum(r for r, _ in earlier) > 0:
             rows = [r for r, _ in earlier]
+            counted = [d for _, d in earlier]
             how = "as in the last complete cycle"
         else:
             landed = [int(r) for r, _ in (counts or {}).get(name, ())][:k]
@@ -205,7 +207,7 @@ def forecast_arrival(spec: Spec, cycle: Cycle, model: ArrivalModel, tables: Call
                 present, upto = float(sum(landed)), len(landed)
                 how = f"at the rate of the {present:.0f} rows landed by t{upto}"
             else:
-                present, upto = max(1.0, tables(name).rows), max(1, min(forecast.at, k))
+                present = max(1.0, stats.rows)
                 how = f"at the rate of the {present:.0f} rows its files hold by t{upto}"
             elapsed = math.fsum(lengths[:upto])
             rows = [max(0, round(present * length / elapsed)) for length in lengths]
@@ -213,7 +215,6 @@ def forecast_arrival(spec: Spec, cycle: Cycle, model: ArrivalModel, tables: Call
         if total <= 0:
             continue
         deletions = current.deletions
-        counted = [int(d) for d in (stats.arrival or {}).get("deletions", [])] if rows is held else earlier_deletions
         if source.changes is not None and len(counted) == k and sum(counted) > 0:
             # a change feed's deletion shares as counted (none counted yet says nothing of later ones)
             deletions = tuple(min(1.0, d / r) if r else 0.0 for r, d in zip(rows, counted))

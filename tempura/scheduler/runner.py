@@ -58,7 +58,7 @@ from tempura.runtime.store import JobStore
 from tempura.scheduler.history import history_at
 from tempura.scheduler.planning import (Forecast, Prepared, expected_empty, expected_interval, for_cycle, job_folder,
                                         output_mode, plan_spec, prepare_job)
-from tempura.stats.sketch import ObservedSketch, TableSketch, collect_sketch, with_sketch
+from tempura.stats.sketch import ObservedSketch, TableSketch, collect_sketch
 from tempura.stats.store import StatsCatalog, StatsStore, file_state
 from tempura.scheduler.calibration import for_job
 from tempura.scheduler.reoptimize import NOTICEABLE
@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from tempura.cost.model import CostConstants
+    from tempura.stats.model import TableStats
 
 
 NEW_FILE = "__new_file"  # landing: whether a row's file is first found now (computed once a row)
@@ -751,12 +752,11 @@ class Runner:
             state = file_state(self.spec.catalog().tables[name], self.spark)
             if state is not None:
                 fingerprint, covered_bytes = state.digest, state.bytes
-        stats = sketch.to_stats(self.spark, fingerprint=fingerprint, file_bytes=covered_bytes)
+        stats = sketch.to_stats(self.spark, fingerprint, covered_bytes, covered_bytes)
         if arrival is None:
             stored = self.stats_store.load(name)
             arrival = stored.arrival if stored is not None else None
-        stats = dataclasses.replace(stats, bytes=covered_bytes or stats.bytes, arrival=arrival)
-        self.stats_store.save(name, with_sketch(stats, sketch))
+        self.stats_store.save(name, dataclasses.replace(stats, arrival=arrival))
         if self._prepared is not None:
             tables = self._prepared.estimator.tables
             if isinstance(tables, StatsCatalog):
@@ -1020,13 +1020,14 @@ class Runner:
             tick(f"landed {name}: {out[name].rows} rows")
         return out, changes
 
-    def _read_for_landing(self, feed: Feed, index: int, previous: dict[str, Any] | None,
-                          new: Sequence[str]) -> tuple[DataFrame, list[str] | None]:
+    def _read_for_landing(self, feed: Feed, index: int, previous: dict[str, Any] | None, new: Sequence[str],
+                          listed: set[str]) -> tuple[DataFrame, list[str] | None]:
         """The rows interval ``index``'s landing reads, with each row's file, and the files they
         come from (``None``: all of the source's). A source arriving by a column reads only the
         files first found now and those an earlier landing of the cycle found rows of later
         intervals in (its *open* files): a file whose every row has landed holds none of the
-        interval's rows (a late row is one of a new file). At ``t_1``, every file is new."""
+        interval's rows (a late row is one of a new file). At ``t_1``, every file is new.
+        ``listed``: the source's files now (an open file gone is read by no one)."""
         from pyspark.sql import functions as F
 
         columns = self._recorded_columns(previous, feed.name)
@@ -1036,7 +1037,6 @@ class Runner:
             return read_source(self.spark, feed, columns=columns), None
         if index == 1:
             return read_source(self.spark, feed, columns=columns), [f for f in new]
-        listed = {f[0] for f in self.files.data_files(feed.location)}  # an open file gone is read by no one
         paths = sorted(set(new) | ({str(f) for f in tracked[feed.name]} & listed))
         if not paths:
             return read_source(self.spark, feed, columns=columns).where(F.lit(False)), []
@@ -1057,7 +1057,8 @@ class Runner:
         new = [f for f in files if f[0] not in seen]
         # A typed format's files were each checked against the recorded columns (names and
         # types): read with those, Spark reads no footer to find them again.
-        raw, read = self._read_for_landing(feed, index, previous, [f[0] for f in new])
+        raw, read = self._read_for_landing(feed, index, previous, [f[0] for f in new], {f[0] for f in files})
+        stored = self.stats_store.load(name)  # the source's statistics as the last landing left them
         self._source_schemas[name] = StructType([f for f in raw.schema.fields if f.name != FILE])
         schema = landed_schema(feed, raw.schema, self.kept_columns(name))
         self._check_kept(previous, name, schema)
@@ -1079,7 +1080,7 @@ class Runner:
             is_new = F.col(NEW_FILE)
             start = values[index - 2] if index > 1 else origin
             earlier = is_new & (arrival <= _time_literal(start)) if start is not None else F.lit(False)
-            first = [] if self.simulate or self.stats_store.load(name) is not None else self._interval_conditions(name, cycle)
+            first = [] if self.simulate or stored is not None else self._interval_conditions(name, cycle)
             observed_raw = observed_raw.observe(
                 counted, F.count(F.when(arrival > _time_literal(values[index - 1]), F.lit(1))).alias("later"),
                 F.count(F.when(earlier, F.lit(1))).alias("earlier"),
@@ -1101,7 +1102,7 @@ class Runner:
                                                                        carried_history(previous))
                         earlier_rows = landed_rows(self.spark, schema, folders, history)
                 rows, absent = settle_deletions(feed, rows, earlier_rows, index)
-        rows = self._observe_sketch(name, schema, rows, new_paths, feed.deletes,
+        rows = self._observe_sketch(name, schema, rows, new_paths, feed.deletes, stored,
                                     only_new=read is not None and set(read) <= new_paths)
         written_counts = Observation(f"tempura_landed_{name}")
         rows = rows.observe(written_counts, F.count(F.lit(1)).alias("rows"),
@@ -1156,14 +1157,13 @@ class Runner:
         return land, checked
 
     def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new_paths: set[str],
-                        deletes: bool, only_new: bool = False) -> DataFrame:
-        """``rows`` with the sketch of those from files the source's statistics do not cover yet
-        observed on them (when the job keeps the source's statistics from its landings);
-        ``only_new``: every row comes from a file first found now."""
+                        deletes: bool, stored: TableStats | None, only_new: bool = False) -> DataFrame:
+        """``rows`` with the sketch of those from files the source's statistics (``stored``) do
+        not cover yet observed on them (when the job keeps the source's statistics from its
+        landings); ``only_new``: every row comes from a file first found now."""
         from pyspark.sql import functions as F
 
         self._observed.pop(name, None)
-        stored = self.stats_store.load(name)
         if FILE not in rows.columns or (stored is None and (self.simulate or not self._sketched_at_landing(self.feeds[name])))\
                 or (stored is not None and stored.sketch is None):
             return rows

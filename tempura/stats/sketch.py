@@ -31,7 +31,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from tempura.sql.names import quote_identifier
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 HLL_LG_K = 12  # 4,096 buckets: about 1.6% relative error
 HISTOGRAM_BINS = 64
-SKETCHED = "sketch"  # a TableStats source kept from sketches
 
 
 @dataclass(frozen=True)
@@ -146,11 +145,11 @@ class TableSketch:
         return TableSketch(self.inserted + other.inserted, self.deleted + other.deleted, columns,
                            self.files | other.files)
 
-    def to_stats(self, spark: SparkSession, row_bytes: float | None = None, fingerprint: str = "",
-                 file_bytes: float = 0.0) -> TableStats:
-        """The statistics the estimator reads: distinct counts from the HLL sketches (capped by
-        the rows), an equi-height histogram from each KLL sketch. ``row_bytes``: the bytes of a
-        row (else from the columns' widths as the landing stores them)."""
+    def to_stats(self, spark: SparkSession, fingerprint: str = "", file_bytes: float = 0.0,
+                 table_bytes: float = 0.0) -> TableStats:
+        """The statistics the estimator reads, carrying this sketch: distinct counts from the HLL
+        sketches (capped by the rows), an equi-height histogram from each KLL sketch.
+        ``table_bytes``: the bytes of the files covered (else the rows at the columns' widths)."""
         rows = self.rows
         names = list(self.columns)
         exprs: list[str] = []
@@ -178,10 +177,11 @@ class TableSketch:
                 kind=c.kind, ndv=ndv, nulls=nulls, min=c.min, max=c.max,
                 avg_len=c.length_sum / c.count if c.kind == "string" and c.count else None,
                 max_len=c.max_len if c.kind == "string" else None, histogram=histogram, step=step_of(c.type_name))
-        width = row_bytes if row_bytes is not None else sum(_width(c) for c in self.columns.values())
-        return TableStats(rows=float(rows), bytes=float(rows) * width, columns=columns, source="sketch",
+        size = table_bytes or float(rows) * sum(_width(c) for c in self.columns.values())
+        return TableStats(rows=float(rows), bytes=size, columns=columns, source="sketch",
                           fingerprint=fingerprint, file_bytes=file_bytes,
-                          collected_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                          collected_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                          sketch=self.to_json())
 
 
 def _pick(choose: Any, a: float | None, b: float | None) -> float | None:
@@ -322,7 +322,3 @@ class ObservedSketch:
     def result(self) -> TableSketch:
         return read_sketch(self.observation.get, self.columns, self.files)
 
-
-def with_sketch(stats: TableStats, sketch: TableSketch) -> TableStats:
-    """``stats`` carrying ``sketch`` (kept in the same statistics file)."""
-    return replace(stats, sketch=sketch.to_json())
