@@ -24,10 +24,12 @@ import json
 import shutil
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from benchmarks.clock import ClockJob, PointFigures, measured_process, split_by_interval
 from benchmarks.rounds import round_order
+from benchmarks.sdp import DESIGNS as SDP_DESIGNS
+from benchmarks.sdp import SdpProject
 from scenarios import copy_scenario
 from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 CONTENDERS = ("auto", "batch", "spark-sql")
+TEMPURA = ("auto", "batch")
 RECOMPUTE = """
 import sys
 from tempura.runtime.spark import get_spark
@@ -65,13 +68,14 @@ def delivered_path(job: ClockJob, index: int) -> str | None:
     return json.loads(manifest.read_text()).get("delivered")
 
 
-def run_cycle(spark: SparkSession, contender: str, spec_path: Path, staged: Path, folder: Path,
-              expected: dict[int, list[tuple[Any, ...]]]) -> list[dict[str, Any]]:
-    """One cycle of ``contender`` by the clock in a fresh folder: each point's figures, checked."""
+def cycle_points(spark: SparkSession, contender: str, spec_path: Path, staged: Path, folder: Path,
+                 expected: dict[int, list[tuple[Any, ...]]]) -> Iterator[dict[str, Any]]:
+    """One cycle of ``contender`` by the clock in a fresh folder, a time point at a time: each
+    point's figures, checked."""
     job = ClockJob.create(spec_path, staged, folder)
     cycle = job.spec.cycle(0)
     assert cycle is not None
-    points = []
+    project = SdpProject.create(spark, job, contender, folder / "sdp") if contender in SDP_DESIGNS else None
     for index in range(1, cycle.last + 1):
         job.arrive(index)
         events = folder / "events" / f"t{index:03d}"
@@ -79,6 +83,12 @@ def run_cycle(spark: SparkSession, contender: str, spec_path: Path, staged: Path
             out = folder / "result" / f"t{index:03d}"
             figures = recompute_point(job, index, out, events)
             path: str | None = str(out)
+        elif project is not None:
+            if not project.runs_at(index):
+                yield {**PointFigures(index, 0, 0.0).to_json(), "checked": None, "ran": False}
+                continue
+            figures = project.refresh(index, events)
+            path = str(project.result_path()) if index in cycle.time_points.deliver else None
         else:
             figures = job.run_point(index, contender, events)
             path = delivered_path(job, index)
@@ -92,15 +102,20 @@ def run_cycle(spark: SparkSession, contender: str, spec_path: Path, staged: Path
             entry["checked"] = outcome.equal
             if not outcome.equal:
                 entry["wrong"] = outcome.reason
-        if contender != "spark-sql":
+        if contender in TEMPURA:
             manifest = job.workdir / "jobs" / job.spec.name / "cycles" / cycle.label / f"t{index:03d}.json"
             if manifest.exists():
                 run = json.loads(manifest.read_text())["run"]
                 entry["rows_landed"] = run.get("rows_landed")
                 entry["planning_seconds"] = run.get("planning_seconds")
                 entry["method_run"] = run.get("method")
-        points.append(entry)
-    return points
+        yield entry
+
+
+def run_cycle(spark: SparkSession, contender: str, spec_path: Path, staged: Path, folder: Path,
+              expected: dict[int, list[tuple[Any, ...]]]) -> list[dict[str, Any]]:
+    """One cycle of ``contender`` by the clock in a fresh folder: each point's figures, checked."""
+    return list(cycle_points(spark, contender, spec_path, staged, folder, expected))
 
 
 def medians(cycles: Sequence[list[dict[str, Any]]], key: str) -> list[float]:
@@ -143,17 +158,39 @@ def summarize(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, Any]:
                             zip(auto["cpu_seconds"], auto["fragments_cpu_seconds (partial)"],
                                 auto["landing_cpu_seconds (partial)"])]
         out["auto_ratios"] = ratios
+        designs = [d for d in SDP_DESIGNS if d in out]
+        if designs:
+            out["against_sdp"] = against_sdp(auto, {d: out[d] for d in designs})
+    return out
+
+
+def against_sdp(auto: dict[str, Any], designs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``auto`` against SDP's best design — the one whose whole-run executor CPU summed over the
+    cycle is least, as a user would pick one — and against each: at the last time point, summed,
+    and the wall time at each point where the design ran (``None`` where it had nothing to run)."""
+    best = min(designs, key=lambda d: sum(designs[d]["cpu_seconds"]))
+    out: dict[str, Any] = {"best": best}
+    for design, figures in designs.items():
+        out[design] = {
+            "last_cpu_ratio": auto["cpu_seconds"][-1] / figures["cpu_seconds"][-1] if figures["cpu_seconds"][-1] else None,
+            "summed_cpu_ratio": sum(auto["cpu_seconds"]) / max(1e-9, sum(figures["cpu_seconds"])),
+            "wall_ratio": [a / b if b else None for a, b in zip(auto["wall_seconds"], figures["wall_seconds"])],
+            "process_cpu_ratio_summed": sum(auto["process_cpu_seconds"]) / max(1e-9, sum(figures["process_cpu_seconds"])),
+        }
     return out
 
 
 def run(spark: SparkSession, out: Path, workdir: Path, scenario: str, scale: float, repeat: int,
-        contenders: Sequence[str] = CONTENDERS) -> dict[str, Any]:
-    """The benchmark of one scenario; writes ``clock-<scenario>.json`` under ``out``."""
+        contenders: Sequence[str] = CONTENDERS, name: str = "clock") -> dict[str, Any]:
+    """The benchmark of one scenario; writes ``<name>-<scenario>.json`` under ``out``. In each
+    round the contenders alternate time point by time point (at ``t_i`` each runs its point, in
+    the round's order, before any runs ``t_{i+1}``): one process at a time, each in its own
+    folders."""
     import importlib
 
     from tempura.scheduler.reference import reference
 
-    root = workdir / f"clock-{scenario}"
+    root = workdir / f"{name}-{scenario}"
     shutil.rmtree(root, ignore_errors=True)
     spec_path = copy_scenario(scenario, root / "data")
     generator = importlib.import_module(f"scenarios.{scenario}.generate")
@@ -168,10 +205,16 @@ def run(spark: SparkSession, out: Path, workdir: Path, scenario: str, scale: flo
     for warm in contenders:  # a cycle each, unmeasured: the first process pays for caches the others find
         run_cycle(spark, warm, spec_path, root / "staged", root / f"warm-{warm}", expected)
     for rep in range(repeat):
-        for name in round_order(list(contenders), rep):
-            runs[name].append(run_cycle(spark, name, spec_path, root / "staged", root / f"{name}-{rep}", expected))
+        order = round_order(list(contenders), rep)
+        cycles = {c: cycle_points(spark, c, spec_path, root / "staged", root / f"{c}-{rep}", expected) for c in order}
+        taken: dict[str, list[dict[str, Any]]] = {c: [] for c in order}
+        for _ in range(cycle.last):
+            for contender in order:
+                taken[contender].append(next(cycles[contender]))
+        for contender in order:
+            runs[contender].append(taken[contender])
     result = {"scenario": scenario, "scale": scale, "repeat": repeat, "rows_per_interval": counts,
               "contenders": list(contenders), "runs": runs, "summary": summarize(runs)}
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"clock-{scenario}.json").write_text(json.dumps(result, indent=1, default=str))
+    (out / f"{name}-{scenario}.json").write_text(json.dumps(result, indent=1, default=str))
     return result

@@ -423,6 +423,62 @@ def bench_clock(name: str, scale: float, repeat: int, contenders: tuple[str, ...
     click.echo(f"wrote {Path(out) / f'clock-{name}.json'}")
 
 
+@bench.command("sdp")
+@click.option("--scenario", "scenarios", multiple=True, help="Scenarios (default: daily_revenue and sales_returns).")
+@click.option("--scale", default=1.0, show_default=True, type=float, help="Their data scale.")
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=1), help="Cycles per contender (medians).")
+@click.option("--design", "designs", multiple=True, type=click.Choice(["sdp-streaming", "sdp-mv"]),
+              help="Only these SDP designs (default: both).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_sdp(scenarios: tuple[str, ...], scale: float, repeat: int, designs: tuple[str, ...], out: str,
+              workdir: str) -> None:
+    """tempura's auto against Spark Declarative Pipelines (streaming tables and a materialized
+    view over them; one materialized view over the files), by the clock: each time point a new
+    process of each, alternating, measured whole, every result checked."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import by_clock
+    from benchmarks.sdp import DESIGNS
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    chosen = list(scenarios) or ["daily_revenue", "sales_returns"]
+    for name in chosen:
+        if name not in scenario_names():
+            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(scenario_names())})",
+                                     param_hint="--scenario")
+    contenders = ["auto", *(designs or DESIGNS)]
+    correct = True
+    for name in chosen:
+        result = by_clock.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat, contenders, "sdp")
+        summary = result["summary"]
+        table = Table(title=f"{name}, by the clock, whole runs (medians of {repeat})")
+        for column in ("contender", "executor CPU s per point", "records read", "process CPU s", "wall s", "correct"):
+            table.add_column(column)
+        for contender in contenders:
+            s = summary[contender]
+            correct = correct and s["correct"]
+            table.add_row(contender, " ".join(f"{v:.2f}" for v in s["cpu_seconds"]),
+                          " ".join(f"{v / 1e6:.2f}M" for v in s["records_read"]),
+                          " ".join(f"{v:.1f}" for v in s["process_cpu_seconds"]),
+                          " ".join(f"{v:.1f}" for v in s["wall_seconds"]), "yes" if s["correct"] else "NO")
+        Console().print(table)
+        versus = summary["against_sdp"]
+        for design in contenders[1:]:
+            v = versus[design]
+            best = " (SDP's best design)" if design == versus["best"] else ""
+            last = "-" if v["last_cpu_ratio"] is None else f"{v['last_cpu_ratio']:.2f}"
+            walls = " ".join("-" if w is None else f"{w:.2f}" for w in v["wall_ratio"])
+            click.echo(f"auto / {design}{best}: executor CPU at the last point {last}, summed "
+                       f"{v['summed_cpu_ratio']:.2f}; wall per point {walls}; process CPU summed "
+                       f"{v['process_cpu_ratio_summed']:.2f}")
+        click.echo(f"wrote {Path(out) / f'sdp-{name}.json'}")
+    sys.exit(0 if correct else 1)
+
+
 @bench.command("floor")
 @click.option("--scenario", "name", default="sales_returns_seed", show_default=True, help="The scenario.")
 @click.option("--scale", default=1.0, show_default=True, type=float, help="Its data scale.")

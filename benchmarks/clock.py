@@ -19,6 +19,7 @@ process around them — not only the plan's fragments, which are reported beside
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -92,9 +93,10 @@ class PointFigures:
     bytes_read: int = 0
     jobs: int = 0
     app_wall_seconds: float = 0.0  # the Spark application's, from its start to its end
-    process_cpu_seconds: float = 0.0  # the process's own CPU: Python and the JVM (driver and local executors)
+    process_cpu_seconds: float = 0.0  # the process tree's CPU: Python and the JVMs (driver and local executors)
     by_purpose: dict[str, dict[str, float]] = field(default_factory=dict)
     output: str = ""
+    reported_cpu_seconds: float | None = None  # tempura's own report of its process's CPU, at exit
 
     @property
     def fragments_cpu(self) -> float:
@@ -109,7 +111,8 @@ class PointFigures:
         return {"index": self.index, "returncode": self.returncode, "wall_seconds": self.wall_seconds,
                 "cpu_seconds": self.cpu_seconds, "records_read": self.records_read, "bytes_read": self.bytes_read,
                 "jobs": self.jobs, "app_wall_seconds": self.app_wall_seconds,
-                "process_cpu_seconds": self.process_cpu_seconds, "by_purpose": self.by_purpose,
+                "process_cpu_seconds": self.process_cpu_seconds, "reported_cpu_seconds": self.reported_cpu_seconds,
+                "by_purpose": self.by_purpose,
                 "fragments_cpu_seconds (partial)": self.fragments_cpu}
 
 
@@ -122,7 +125,8 @@ def read_event_log(folder: Path) -> dict[str, Any]:
     """Every job of the Spark application whose event log is under ``folder`` (one application):
     per purpose and in all, executor CPU seconds, records and bytes read, jobs; and the
     application's wall time."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(("appstatus", ".")))
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(("appstatus", "."))
+                   and p.name not in OWN_FILES)
     stage_job: dict[int, int] = {}
     job_purpose: dict[int, str] = {}
     totals: dict[str, dict[str, float]] = defaultdict(lambda: {"cpu_seconds": 0.0, "records_read": 0, "bytes_read": 0,
@@ -214,27 +218,81 @@ class ClockJob:
         return measured_process(index, command, events, self.spark_conf)
 
 
+OWN_FILES = ("output.txt", "process.json")  # what a measured process's folder holds beside its event log
+SAMPLE_SECONDS = 0.05  # how often a measured process tree's CPU is sampled
+
+
+def tree_cpu_run(command: Sequence[str], cwd: Path, env: Mapping[str, str], output: Path,
+                 timeout: float = TIMEOUT) -> tuple[int, float, float]:
+    """Run ``command`` with its output to ``output``; its exit code, wall seconds and the CPU
+    seconds of its whole process tree (every process it started, Python's and the JVMs', each
+    sampled every :data:`SAMPLE_SECONDS` while it lives: a process's last few milliseconds are
+    not seen). One way for every contender, whatever processes it starts."""
+    import psutil
+
+    seen: dict[tuple[int, float], float] = {}  # (pid, create time) -> its own CPU seconds
+    began = time.perf_counter()
+    with output.open("w", encoding="utf-8") as sink:
+        child = subprocess.Popen(list(command), cwd=cwd, env=dict(env), stdout=sink, stderr=subprocess.STDOUT)
+        root = psutil.Process(child.pid)
+        while child.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                tree = []
+            for process in tree:
+                try:
+                    times = process.cpu_times()
+                    seen[(process.pid, process.create_time())] = times.user + times.system
+                except psutil.Error:
+                    continue
+            if time.perf_counter() - began > timeout:
+                for process in reversed(tree):
+                    with contextlib.suppress(psutil.Error):
+                        process.kill()
+                child.wait()
+                break
+            time.sleep(SAMPLE_SECONDS)
+    return child.returncode, time.perf_counter() - began, sum(seen.values())
+
+
+def event_log_conf(events: Path) -> dict[str, str]:
+    """Spark's settings for an uncompressed event log of one application under ``events``."""
+    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.resolve().as_uri(),
+            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
+
+
+def measured_command(index: int, command: Sequence[str], events: Path, env: Mapping[str, str],
+                     cwd: Path = PROJECT) -> PointFigures:
+    """``command`` in a new process whose Spark writes its event log under ``events`` (``env``
+    says so): the whole of what it cost (:func:`read_event_log`, and its process tree's CPU)."""
+    events.mkdir(parents=True, exist_ok=True)
+    output = events / "output.txt"
+    returncode, wall, tree_cpu = tree_cpu_run(command, cwd, env, output)
+    log = read_event_log(events)
+    whole = log["whole"]
+    text = output.read_text(encoding="utf-8", errors="replace")
+    return PointFigures(index, returncode, wall, whole["cpu_seconds"], int(whole["records_read"]),
+                        int(whole["bytes_read"]), int(whole["jobs"]), log["app_wall_seconds"], tree_cpu,
+                        log["by_purpose"], text[-4000:])
+
+
 def measured_process(index: int, args: Sequence[str], events: Path, spark_conf: Mapping[str, str] | None = None
                      ) -> PointFigures:
     """``python ARGS`` in a new process whose Spark writes its event log under ``events``: the
-    whole of what it cost (:func:`read_event_log`, and the process's own CPU)."""
+    whole of what it cost (:func:`measured_command`); the process's own report of its CPU
+    (Python and the JVM, at exit) beside the sampled tree's."""
     events.mkdir(parents=True, exist_ok=True)
     report = events / "process.json"
-    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.resolve().as_uri(),
-            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false", **(spark_conf or {})}
+    conf = {**event_log_conf(events), **(spark_conf or {})}
     flags = " ".join(f"--conf {k}={v}" for k, v in conf.items())
     env = dict(os.environ, PYSPARK_SUBMIT_ARGS=f"{flags} pyspark-shell", TEMPURA_PROCESS_REPORT=str(report))
-    began = time.perf_counter()
-    done = subprocess.run([sys.executable, *args], cwd=PROJECT, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT)
-    wall = time.perf_counter() - began
-    log = read_event_log(events)
+    figures = measured_command(index, [sys.executable, *args], events, env)
     process = json.loads(report.read_text()) if report.exists() else {}
-    whole = log["whole"]
-    return PointFigures(index, done.returncode, wall, whole["cpu_seconds"], int(whole["records_read"]),
-                        int(whole["bytes_read"]), int(whole["jobs"]), log["app_wall_seconds"],
-                        float(process.get("python_cpu_seconds", 0.0)) + float(process.get("jvm_cpu_seconds", 0.0)),
-                        log["by_purpose"], (done.stdout + done.stderr)[-4000:])
+    figures.reported_cpu_seconds = (float(process.get("python_cpu_seconds", 0.0))
+                                    + float(process.get("jvm_cpu_seconds", 0.0)))
+    return figures
 
 
-__all__ = ["ClockJob", "PointFigures", "measured_process", "read_event_log", "split_by_interval"]
+__all__ = ["ClockJob", "PointFigures", "event_log_conf", "measured_command", "measured_process", "read_event_log",
+           "split_by_interval", "tree_cpu_run"]
