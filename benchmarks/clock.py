@@ -124,14 +124,15 @@ def _purpose(description: str) -> str:
 def read_event_log(folder: Path) -> dict[str, Any]:
     """Every job of the Spark application whose event log is under ``folder`` (one application):
     per purpose and in all, executor CPU seconds, records and bytes read, jobs; and the
-    application's wall time."""
+    application's wall time (to its last job's end, when a process that exits before its
+    application's end is written leaves none)."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(("appstatus", "."))
                    and p.name not in OWN_FILES)
     stage_job: dict[int, int] = {}
     job_purpose: dict[int, str] = {}
     totals: dict[str, dict[str, float]] = defaultdict(lambda: {"cpu_seconds": 0.0, "records_read": 0, "bytes_read": 0,
                                                                 "jobs": 0})
-    start = end = None
+    start = end = last = None  # last: the last job's end, where the log has no application end
     for path in files:
         with path.open(encoding="utf-8") as handle:
             for line in handle:
@@ -156,9 +157,12 @@ def read_event_log(folder: Path) -> dict[str, Any]:
                     start = event["Timestamp"]
                 elif kind == "SparkListenerApplicationEnd":
                     end = event["Timestamp"]
+                if kind == "SparkListenerJobEnd" and event.get("Completion Time"):
+                    last = max(last or 0, int(event["Completion Time"]))
     whole = {key: sum(t[key] for t in totals.values()) for key in ("cpu_seconds", "records_read", "bytes_read", "jobs")}
     return {"whole": whole, "by_purpose": {k: dict(v) for k, v in totals.items()},
-            "app_wall_seconds": (end - start) / 1000 if start is not None and end is not None else 0.0}
+            "app_wall_seconds": (((end or last) - start) / 1000 if start is not None and (end or last) is not None
+                                 else 0.0)}
 
 
 @dataclass

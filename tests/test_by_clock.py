@@ -190,5 +190,18 @@ def test_a_time_point_run_by_the_clock_in_its_own_process_is_measured_whole(sour
     landing = figures.by_purpose["landing"]
     assert landing["records_read"] == SALES // 4 and landing["jobs"] >= 1
     assert figures.records_read >= SALES // 4 and figures.cpu_seconds > 0 and figures.jobs >= 1
-    assert figures.process_cpu_seconds > figures.cpu_seconds  # Python and the JVM, executors included
-    assert figures.wall_seconds >= figures.app_wall_seconds > 0
+    # Python and the JVM, executors included
+    assert figures.process_cpu_seconds > figures.cpu_seconds, (figures.process_cpu_seconds, figures.cpu_seconds)
+    assert figures.reported_cpu_seconds is not None and figures.reported_cpu_seconds > figures.cpu_seconds
+    assert figures.wall_seconds >= figures.app_wall_seconds > 0, (figures.wall_seconds, figures.app_wall_seconds)
+
+
+def test_a_run_reuses_the_planning_the_run_before_made_of_it(clock_run: tuple[Path, list[Any]]) -> None:
+    """After committing t_i, the run re-plans t_{i+1} on; the run of t_{i+1}, a new runner, plans
+    it again from the same manifest, statistics and forecast, and takes those plans."""
+    folder, results = clock_run
+    for _, result in results[1:]:
+        plannings = result.manifest["run"]["plannings"]
+        assert plannings["reused"] >= 1, (result.index, plannings)
+    assert results[0][1].manifest["run"]["plannings"]["reused"] == 0
+    assert list((folder / "work" / "jobs" / "even" / "plans").glob("*.plans"))

@@ -14,6 +14,7 @@ one or more methods; :func:`output_mode` is the delivery the spec asks for.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import datetime as dt
 import math
@@ -26,10 +27,12 @@ from tempura.errors import SqlError, TempuraError
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
 from tempura.optimizer import AUTO_MARGIN, Arrival, Optimizer, Resume, plan_methods
+from tempura.optimizer.layouts import scans
 from tempura.mqo import BudgetError, MqoOptions
 from tempura.runtime.storage import Location, as_location, storage_for
 from tempura.scheduler.reoptimize import (Measured, after_history, expected_rows, scaled_lookup, updated,
                                           with_lookahead)
+from tempura.scheduler.plan_cache import PlanCache, planning_key
 from tempura.scheduler.spec import Cycle, Spec
 from tempura.sql import parse_query
 from tempura.stats import Estimator, StatsCatalog, StatsStore
@@ -398,7 +401,7 @@ def prepare_job(spec: Spec, stats_root: Location, spark: SparkSession | None = N
     if by_clock:
         if spark is None and start_spark is not None and spec.catalog().needs_spark_for_schemas:
             spark = start_spark()
-        return prepare(spec, spark, stats_root, measure_data=False, meter=meter)
+        return prepare(spec, spark, stats_root, measure_data=False, meter=meter, kept_statistics=True)
     stale = stale_sources(spec, stats_root, spark)
     if spark is None:
         readable = {name for name, table in spec.catalog().tables.items() if file_state(table) is not None}
@@ -424,10 +427,11 @@ def needs_spark(spec: Spec) -> bool:
 
 
 def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Location = DEFAULT_WORKDIR,
-            measure_data: bool = True, meter: Meter | None = None) -> Prepared:
+            measure_data: bool = True, meter: Meter | None = None, kept_statistics: bool = False) -> Prepared:
     """Everything the planner needs for ``spec``; ``spark`` reads schemas and measures arrival
     where the spec does not declare them (unless ``measure_data`` is false: see
-    :func:`arrival_model`)."""
+    :func:`arrival_model`). ``kept_statistics``: the statistics are a job's, kept from its
+    landings (see :class:`~tempura.stats.store.StatsCatalog`)."""
     catalog = spec.catalog()
     with measured(meter, "the sources' columns", "schema"):
         all_schemas = catalog.schemas(spark)
@@ -438,7 +442,7 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Locati
         where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
         raise SqlError(f"{spec.path}: {where}: {error.detail}", error.line, error.column) from None
     root = as_location(workdir)
-    stats = StatsCatalog(catalog, StatsStore(root, storage_for(root, spark)), all_schemas, spark)
+    stats = StatsCatalog(catalog, StatsStore(root, storage_for(root, spark)), all_schemas, spark, kept=kept_statistics)
     with measured(meter, "arrival of the sources", "arrival"):
         arrival, notes = arrival_model(spec, spark, measure_data)
     return Prepared(spec, catalog, query, Estimator(stats), arrival, notes)
@@ -514,10 +518,49 @@ def plan_spec(
     mqo: MqoOptions | None = None,
     errors: dict[str, TempuraError] | None = None,
     resume: Resume | None = None,
+    cache: PlanCache | None = None,
 ) -> dict[str, MultiTimePlan]:
     """Plans of the spec's query under each of ``methods`` (see :func:`plan_methods`), their states
     within the spec's ``state_budget`` unless ``mqo`` gives one. A method with no plan within the
-    budget is left out, its error (naming the spec's ``state_budget`` key) put in ``errors``."""
+    budget is left out, its error (naming the spec's ``state_budget`` key) put in ``errors``.
+    With ``cache``, a planning whose inputs are exactly an earlier one's takes its plans
+    (:mod:`tempura.scheduler.plan_cache`)."""
+    methods = list(methods)
+    key = planning_key(planning_inputs(prepared, methods, disabled, output, constants, mqo, resume)) if cache else None
+    found = cache.get(key) if cache is not None else None
+    if found is not None:
+        kept, failures = found
+        if errors is not None:
+            errors.update(failures)
+        return {method: copy.deepcopy(plan) for method, plan in kept.items()}
+    failed_here: dict[str, TempuraError] = {}
+    plans = _plan_spec(prepared, methods, disabled, output, constants, mqo, failed_here, resume)
+    if errors is not None:
+        errors.update(failed_here)
+    if cache is not None:
+        cache.put(key, ({method: copy.deepcopy(plan) for method, plan in plans.items()}, failed_here))
+    return plans
+
+
+def planning_inputs(prepared: Prepared, methods: Sequence[str], disabled: Iterable[str], output: str,
+                    constants: CostConstants | None, mqo: MqoOptions | None, resume: Resume | None) -> dict[str, object]:
+    """Everything :func:`plan_spec` plans from (the key of :mod:`tempura.scheduler.plan_cache`)."""
+    spec = prepared.spec
+    tables = sorted({scan.table for scan in scans(prepared.query.plan)})
+    return {
+        "sql": spec.sql, "query": prepared.query, "methods": list(methods), "disabled": sorted(disabled),
+        "output": output, "points": prepared.points, "objective": prepared.objective,
+        "arrival": prepared.arrival, "bounds": prepared.bounds if prepared.bounds is not None else arrival_bounds(spec),
+        "statistics": {name: prepared.estimator.tables(name) for name in tables},
+        "constants": constants if constants is not None else spec.cost_constants, "mqo": mqo,
+        "budget": spec.state_budget, "budget_key": spec.budget_key, "margin": spec.margin, "resume": resume,
+        "cycle": prepared.planned_cycle, "notes": list(prepared.notes),
+    }
+
+
+def _plan_spec(prepared: Prepared, methods: list[str], disabled: Iterable[str], output: str,
+               constants: CostConstants | None, mqo: MqoOptions | None, errors: dict[str, TempuraError],
+               resume: Resume | None) -> dict[str, MultiTimePlan]:
     spec = prepared.spec
     options = mqo or MqoOptions()
     if options.budget is None and spec.state_budget is not None:
@@ -534,11 +577,10 @@ def plan_spec(
     try:
         margin = AUTO_MARGIN if spec.margin is None else spec.margin
         plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, prepared.points, prepared.objective,
-                             list(methods), disabled, output, options, failed, resume, margin)
+                             methods, disabled, output, options, failed, resume, margin)
     except TempuraError as error:
         raise located(error, next(iter(failed), "auto")) from None
-    if errors is not None:
-        errors.update({method: located(error, method) for method, error in failed.items()})
+    errors.update({method: located(error, method) for method, error in failed.items()})
     cycle = prepared.planned_cycle
     endless = []
     if cycle.carried:

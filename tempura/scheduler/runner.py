@@ -56,6 +56,7 @@ from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.storage import Location, as_location
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import history_at
+from tempura.scheduler.plan_cache import PlanCache
 from tempura.scheduler.planning import (Forecast, Prepared, expected_empty, expected_interval, for_cycle, job_folder,
                                         output_mode, plan_spec, prepare_job)
 from tempura.stats.sketch import ObservedSketch, TableSketch, collect_sketch
@@ -162,6 +163,7 @@ class Runner:
         self.store = JobStore(job_folder(workdir, spec, method if simulate else None), self.files)
         self.history = history_at(self.store.history_path, storage=self.store.storage)
         self.lock = JobLock(self.store.root, storage=self.store.storage)
+        self.plan_cache = PlanCache(self.store.storage, self.store.root / "plans")  # plannings to reuse
         self.wait = wait  # how long to wait for another run's lock on the job folder
         self.feeds = feeds(spec)
         self.progress = progress
@@ -365,6 +367,7 @@ class Runner:
             return self._carry(cycle)
         previous = chain[-1] if chain else None
         self.meter.reset()
+        plannings = (self.plan_cache.hits, self.plan_cache.misses)
         began = time.perf_counter()
         with self.meter.measure(f"t{index}: what is committed", purpose="commit"):
             if previous is not None:  # what later time points read is there, as committed
@@ -409,6 +412,8 @@ class Runner:
                                   broken, checks)
         manifest["run"]["work"] = {purpose: _work_json(metrics) for purpose, metrics in self.meter.by_purpose().items()}
         manifest["run"]["planning_seconds"] = round(self._planning_seconds, 3)
+        manifest["run"]["plannings"] = {"reused": self.plan_cache.hits - plannings[0],
+                                        "planned": self.plan_cache.misses - plannings[1]}
         manifest["run"]["run_wall_seconds"] = round(time.perf_counter() - began, 3)
         reached("manifest", index)
         self.lock.check()  # only the lock's holder commits
@@ -854,7 +859,8 @@ class Runner:
             before = float((previous or {}).get("run", {}).get("stage_cost") or stage)
             if before > 0 and abs(constants.stage / before - 1.0) > NOTICEABLE:
                 reasons.append(calibration.describe(stage))
-        plans = plan_spec(prepared, [self.method], output=output, errors=errors, resume=resume, constants=constants)
+        plans = plan_spec(prepared, [self.method], output=output, errors=errors, resume=resume, constants=constants,
+                          cache=self.plan_cache)
         if self.method not in plans:
             raise errors.get(self.method) or RunError(f"method {self.method} has no plan for this query")
         if calibration is not None:

@@ -127,7 +127,11 @@ class StatsStore:
 class StatsCatalog:
     """The statistics the estimator uses for each catalog table: stored ones (fresh, or stale
     and scaled), else defaults from file sizes. Also accepts injected statistics (tests,
-    what-if planning)."""
+    what-if planning).
+
+    ``kept``: a job's statistics kept from its landings (a run by the clock). A stored sketch
+    then describes every row the job has landed; files beyond those are rows still to land,
+    which the arrival forecast counts. So the sketch is neither stale nor scaled to the files."""
 
     def __init__(
         self,
@@ -135,8 +139,10 @@ class StatsCatalog:
         store: StatsStore | None = None,
         schemas: dict[str, dict[str, str]] | None = None,
         spark: SparkSession | None = None,
+        kept: bool = False,
     ) -> None:
         self.catalog = catalog
+        self.kept = kept
         self.store = store
         self.schemas = schemas
         self.spark = spark
@@ -160,8 +166,10 @@ class StatsCatalog:
 
     def _resolve(self, table: str) -> TableStats:
         source = self.catalog.table(table)
-        state = file_state(source, self.spark)
         stored = self.store.load(table) if self.store is not None else None
+        if stored is not None and self.kept and stored.sketch is not None:
+            return stored
+        state = file_state(source, self.spark)
         if stored is not None:
             if state is None or state.digest == stored.fingerprint:
                 return stored
