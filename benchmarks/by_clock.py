@@ -3,11 +3,14 @@
 Per scenario, the generated data is split per interval (:func:`benchmarks.clock.split_by_interval`)
 and each contender takes the cycle by the clock: before time point ``t_i`` its folders receive
 interval ``i``'s files, and a **new process** runs the point, with Spark's event log on. The
-contenders, in one run, alternating cycle by cycle (:func:`benchmarks.rounds.round_order`):
+contenders, in one run, alternating time point by time point, each in its own folders, in the
+round's order (:func:`benchmarks.rounds.round_order`):
 
 - ``auto`` and ``batch``: ``tempura run SPEC --now t_i`` (``--method``);
 - ``spark-sql``: what a Spark user writes instead, a script that recomputes the query over the
-  folders as they are at ``t_i`` (the rows of the cycle so far) with ``spark.sql`` and writes it.
+  folders as they are at ``t_i`` (the rows of the cycle so far) with ``spark.sql`` and writes it;
+- ``sdp-streaming`` and ``sdp-mv`` (``tempura bench sdp``): the query as a Spark Declarative
+  Pipelines project, refreshed by ``spark-pipelines run`` (:mod:`benchmarks.sdp`).
 
 Per time point and contender, medians over the rounds of the **whole run**: executor CPU of every
 Spark job the process started (its event log), records and bytes read, jobs, the process's own
