@@ -479,6 +479,32 @@ def bench_sdp(scenarios: tuple[str, ...], scale: float, repeat: int, designs: tu
     sys.exit(0 if correct else 1)
 
 
+@bench.command("replanning")
+@click.option("--scenario", "name", default="sales_returns", show_default=True, help="The scenario.")
+@click.option("--scale", default=1.0, show_default=True, type=float, help="Its data scale.")
+@click.option("--repeat", default=2, show_default=True, type=click.IntRange(min=1), help="Cycles of each (medians).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_replanning(name: str, scale: float, repeat: int, out: str, workdir: str) -> None:
+    """What reusing plannings saves by the clock: every planning's wall time per time point
+    (partial: planning only), with plannings reused and with every one made, alternating."""
+    from benchmarks import replanning
+    from scenarios import names as scenario_names
+    from tempura.runtime import get_spark
+
+    if name not in scenario_names():
+        raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(scenario_names())})", param_hint="--scenario")
+    result = replanning.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat)
+    summary = result["summary"]
+    for mode, values in summary["planning_seconds (partial)"].items():
+        click.echo(f"{mode:8} planning wall s per time point (partial) {[round(v, 2) for v in values]}")
+    click.echo("reused / planned " + str([None if v is None else round(v, 2) for v in summary["ratio reused / planned"]])
+               + ("" if summary["correct"] else ", WRONG RESULTS"))
+    click.echo(f"wrote {Path(out) / f'replanning-{name}.json'}")
+    sys.exit(0 if summary["correct"] else 1)
+
+
 @bench.command("floor")
 @click.option("--scenario", "name", default="sales_returns_seed", show_default=True, help="The scenario.")
 @click.option("--scale", default=1.0, show_default=True, type=float, help="Its data scale.")

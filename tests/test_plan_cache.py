@@ -144,3 +144,10 @@ def test_the_folder_keeps_the_last_plannings(tmp_path: Path) -> None:
         os.utime(tmp_path / "plans" / f"k{i:02d}.plans", (1000 + i, 1000 + i))
     kept = sorted(p.stem for p in (tmp_path / "plans").glob("*.plans"))
     assert len(kept) == KEEP and "k00" not in kept and f"k{KEEP + 2:02d}" in kept
+
+
+def test_a_cache_that_keeps_nothing_plans_every_time(prepared: Prepared) -> None:
+    cache = PlanCache(keep=False)  # what tempura bench replanning measures reuse against
+    for _ in range(2):
+        assert plan_spec(prepared, ["batch"], cache=cache)["batch"].fragments
+    assert (cache.hits, cache.misses) == (0, 2)
