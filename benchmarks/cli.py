@@ -33,6 +33,16 @@ def _query_names(queries: tuple[str, ...], extra: tuple[str, ...] = ()) -> list[
     return names
 
 
+def _known_scenarios(*chosen: str) -> None:
+    """Stop with a usage error naming ``--scenario`` unless every one of ``chosen`` is a scenario."""
+    from scenarios import names as scenario_names
+
+    known = scenario_names()
+    for name in chosen:
+        if name not in known:
+            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+
+
 @click.group()
 def bench() -> None:
     """Benchmarks (results as JSON and PNG charts)."""
@@ -162,13 +172,9 @@ def tpcds_check(scale: float, workdir: str, queries: tuple[str, ...], standing: 
 def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[str, ...], chart_path: str | None) -> None:
     """Standing queries simulated under auto and every forced method: objective, work per time
     point, and every delivered result checked against recompute; writes a PNG chart."""
-    from scenarios import names as scenario_names
     from benchmarks import demo as demo_job
 
-    known = scenario_names()
-    for name in scenarios:
-        if name not in known:
-            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    _known_scenarios(*scenarios)
     from tempura.runtime import get_spark
 
     failures = demo_job.main(get_spark(), scale, workdir, scenarios or demo_job.SCENARIOS, methods or demo_job.METHODS,
@@ -274,13 +280,9 @@ def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], con
     from rich.table import Table
 
     from benchmarks import incremental
-    from scenarios import names as scenario_names
     from tempura.runtime import get_spark
 
-    known = scenario_names()
-    for name in scenarios:
-        if name not in known:
-            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    _known_scenarios(*scenarios)
     console = Console(stderr=True)
     report = incremental.run(get_spark(), Path(out), Path(workdir), scale, repeat,
                              scenarios or incremental.DEFAULT_SCENARIOS, contenders or incremental.CONTENDERS,
@@ -361,12 +363,9 @@ def bench_cluster(scenario: str, scale: float, repeat: int, method: str, out: st
     from rich.table import Table
 
     from benchmarks import cluster
-    from scenarios import names as scenario_names
     from tempura.runtime import get_spark
 
-    if scenario not in scenario_names():
-        raise click.BadParameter(f"unknown scenario '{scenario}' (one of {', '.join(scenario_names())})",
-                                 param_hint="--scenario")
+    _known_scenarios(scenario)
     console = Console(stderr=True)
     report = cluster.bench(get_spark(), Path(out), Path(workdir).resolve(), scenario, scale, repeat, method,
                            lambda m: console.log(m))
@@ -397,11 +396,9 @@ def bench_clock(name: str, scale: float, repeat: int, contenders: tuple[str, ...
     """A scenario run by the clock, each time point in a new process as cron runs it, measured
     whole (every Spark job, the process's CPU): auto, batch and plain spark.sql, alternating."""
     from benchmarks import by_clock
-    from scenarios import names as scenario_names
     from tempura.runtime import get_spark
 
-    if name not in scenario_names():
-        raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(scenario_names())})", param_hint="--scenario")
+    _known_scenarios(name)
     chosen = list(contenders) or list(by_clock.CONTENDERS)
     result = by_clock.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat, chosen)
     summary = result["summary"]
@@ -442,14 +439,10 @@ def bench_sdp(scenarios: tuple[str, ...], scale: float, repeat: int, designs: tu
 
     from benchmarks import by_clock
     from benchmarks.sdp import DESIGNS
-    from scenarios import names as scenario_names
     from tempura.runtime import get_spark
 
     chosen = list(scenarios) or ["daily_revenue", "sales_returns"]
-    for name in chosen:
-        if name not in scenario_names():
-            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(scenario_names())})",
-                                     param_hint="--scenario")
+    _known_scenarios(*chosen)
     contenders = ["auto", *(designs or DESIGNS)]
     correct = True
     for name in chosen:
@@ -490,11 +483,9 @@ def bench_replanning(name: str, scale: float, repeat: int, out: str, workdir: st
     """What reusing plannings saves by the clock: every planning's wall time per time point
     (partial: planning only), with plannings reused and with every one made, alternating."""
     from benchmarks import replanning
-    from scenarios import names as scenario_names
     from tempura.runtime import get_spark
 
-    if name not in scenario_names():
-        raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(scenario_names())})", param_hint="--scenario")
+    _known_scenarios(name)
     result = replanning.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat)
     summary = result["summary"]
     for mode, values in summary["planning_seconds (partial)"].items():
@@ -518,11 +509,9 @@ def bench_floor(name: str, scale: float, repeat: int, out: str, workdir: str) ->
     from rich.console import Console
 
     from benchmarks import floor
-    from scenarios import names as scenario_names
     from tempura.runtime import get_spark
 
-    if name not in scenario_names():
-        raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(scenario_names())})", param_hint="--scenario")
+    _known_scenarios(name)
     console = Console(stderr=True)
     report = floor.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat, lambda m: console.log(m))
     m = report["medians"]
@@ -592,13 +581,9 @@ def bench_faults(kills: int, pairs: int, seed: int, scale: float, scenarios: tup
     from rich.table import Table
 
     from benchmarks import faults
-    from scenarios import names as scenario_names
     from tempura.runtime import get_spark
 
-    known = scenario_names()
-    for name in scenarios:
-        if name not in known:
-            raise click.BadParameter(f"unknown scenario '{name}' (one of {', '.join(known)})", param_hint="--scenario")
+    _known_scenarios(*scenarios)
     console = Console(stderr=True)
     report = faults.run(get_spark(), Path(out), Path(workdir).resolve(), kills, pairs, seed,
                         scenarios or faults.SCENARIOS, scale, lambda m: console.log(m), matrix)
