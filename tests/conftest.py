@@ -27,10 +27,19 @@ FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
 _measured: defaultdict[str, float] = defaultdict(float)
 
 
+SPARK_FIXTURES = ("spark", "fast_spark")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``cluster`` left out unless ``-m`` names that marker; then the longest files
+    """Every test that uses the session (through any fixture) marked ``spark``, so that ``-m "not
+    spark"`` leaves it out whether or not its file says so. Tests marked ``cluster`` left out unless ``-m`` names that marker; then the longest files
     first (a file not measured yet last), each file's tests in their own order: the sort is
     stable and a file's tests share one key."""
+    for item in items:
+        uses = getattr(item, "fixturenames", ())
+        if any(name in uses for name in SPARK_FIXTURES) and item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)
     if "cluster" not in (config.getoption("markexpr", "") or ""):
         left_out = [item for item in items if item.get_closest_marker("cluster") is not None]
         if left_out:
