@@ -13,8 +13,8 @@ round's order (:func:`benchmarks.rounds.round_order`):
   Pipelines project, refreshed by ``spark-pipelines run`` (:mod:`benchmarks.sdp`).
 
 Per time point and contender, medians over the rounds of the **whole run**: executor CPU of every
-Spark job the process started (its event log), records and bytes read, jobs, the process's own
-CPU (Python and the JVM) and its wall time; beside them, labelled partial, tempura's fragments'
+Spark job the process started (its event log), records and bytes read, jobs, the CPU of the
+process tree (Python and the JVMs) and its wall time; beside them, labelled partial, tempura's fragments'
 executor CPU and landing's, and the per-purpose split. The ratios: auto over each contender, and
 auto's overhead (its whole run over its fragments and landing). Every result each contender
 delivers is checked against ``spark.sql`` over that time point's snapshot of the whole data.

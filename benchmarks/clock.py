@@ -10,8 +10,9 @@ runs it, as cron runs ``tempura run --now t_i``; measured as the user pays for i
   ``tempura run SPEC --now t_i`` in a new process with Spark's event log on.
 - :func:`read_event_log` reads that log: **every** Spark job the process started, its executor
   CPU, records and bytes read, and its purpose (the job description tempura gives each job,
-  :data:`tempura.runtime.metrics.PURPOSES`); the application's wall time. The process reports
-  its own CPU (Python and the JVM, ``TEMPURA_PROCESS_REPORT``) when it exits.
+  :data:`tempura.runtime.metrics.PURPOSES`); the application's wall time. The CPU of the
+  process tree is sampled while it runs (:func:`tree_cpu_run`); a tempura process also reports
+  its own (Python and the JVM, ``TEMPURA_PROCESS_REPORT``) when it exits.
 
 So a point's figures are the whole run: planning, statistics, landing, fragments, commit, and the
 process around them — not only the plan's fragments, which are reported beside them, labelled.

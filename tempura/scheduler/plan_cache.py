@@ -95,48 +95,50 @@ def planning_key(inputs: Mapping[str, Any]) -> str | None:
 
 @dataclasses.dataclass
 class PlanCache:
-    """A job's last plannings, by key: in this process, and in ``folder`` for the next."""
+    """A job's last plannings, by key: in this process, and in ``folder`` for the next. Each is
+    kept pickled, so every :meth:`get` hands out plans of its own (a caller may change them)."""
 
     storage: Storage | None = None
     folder: Location | None = None
     keep: bool = True  # False: nothing is kept, every planning is made (to measure what reuse saves)
     hits: int = 0
     misses: int = 0
-    _here: dict[str, Any] = dataclasses.field(default_factory=dict)
+    _here: dict[str, bytes] = dataclasses.field(default_factory=dict)
 
     def get(self, key: str | None) -> Any | None:
         """The plans planned under ``key``, or ``None``."""
         if key is None or not self.keep:
             self.misses += 1
             return None
-        found = self._here.get(key)
-        if found is None and self.storage is not None and self.folder is not None:
-            text = self.storage.read_text(self.folder / f"{key}.plans")
-            if text is not None:
-                try:
-                    found = pickle.loads(base64.b64decode(text))
-                except Exception:  # damaged, or written by another Python: planned again
-                    found = None
-        if found is None:
+        data = self._here.get(key)
+        found = None
+        try:
+            if data is None and self.storage is not None and self.folder is not None:
+                text = self.storage.read_text(self.folder / f"{key}.plans")
+                data = base64.b64decode(text) if text is not None else None
+            found = pickle.loads(data) if data is not None else None
+        except Exception:  # damaged, or written by another Python: planned again
+            found = None
+        if found is None or data is None:
             self.misses += 1
             return None
         self.hits += 1
-        self._here[key] = found
+        self._here[key] = data
         return found
 
     def put(self, key: str | None, plans: Any) -> None:
         """Keep ``plans`` under ``key`` (and let the oldest of the folder's go)."""
         if key is None or not self.keep:
             return
-        self._here[key] = plans
+        try:
+            data = pickle.dumps(plans, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return  # not kept: planned again
+        self._here[key] = data
         if self.storage is None or self.folder is None:
             return
-        try:
-            text = base64.b64encode(pickle.dumps(plans, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
-        except (pickle.PicklingError, TypeError, AttributeError):
-            return  # kept in this process only
         self.storage.mkdirs(self.folder)
-        self.storage.write_atomically(self.folder / f"{key}.plans", text)
+        self.storage.write_atomically(self.folder / f"{key}.plans", base64.b64encode(data).decode("ascii"))
         kept = sorted(((self.storage.modified(self.folder / name) or 0.0, name)
                        for name in self.storage.children(self.folder) if name.endswith(".plans")), reverse=True)
         for _, name in kept[KEEP:]:

@@ -14,7 +14,6 @@ one or more methods; :func:`output_mode` is the delivery the spec asks for.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import datetime as dt
 import math
@@ -529,16 +528,14 @@ def plan_spec(
     key = planning_key(planning_inputs(prepared, methods, disabled, output, constants, mqo, resume)) if cache else None
     found = cache.get(key) if cache is not None else None
     if found is not None:
-        kept, failures = found
-        if errors is not None:
-            errors.update(failures)
-        return {method: copy.deepcopy(plan) for method, plan in kept.items()}
-    failed_here: dict[str, TempuraError] = {}
-    plans = _plan_spec(prepared, methods, disabled, output, constants, mqo, failed_here, resume)
+        plans, failed_here = found
+    else:
+        failed_here = {}
+        plans = _plan_spec(prepared, methods, disabled, output, constants, mqo, failed_here, resume)
+        if cache is not None:
+            cache.put(key, (plans, failed_here))
     if errors is not None:
         errors.update(failed_here)
-    if cache is not None:
-        cache.put(key, ({method: copy.deepcopy(plan) for method, plan in plans.items()}, failed_here))
     return plans
 
 
