@@ -231,6 +231,38 @@ def test_the_relaxation_bound_proves_a_known_plan() -> None:
     assert exact.objective == pytest.approx(12.0) and exact.kept == {0}
 
 
+def spread_over_two_ways() -> Instance:
+    """X (10) read twice by P and twice by Q, the root's two ways: whichever it takes, X is
+    computed twice, so every plan costs 20."""
+    inst = Instance(1)
+    x = inst.add_node(1, "X")
+    inst.add_op(x, Op(10.0))
+    p, q = inst.add_node(1, "P"), inst.add_node(1, "Q")
+    inst.add_op(p, Op(0.0, (x, x)))
+    inst.add_op(q, Op(0.0, (x, x)))
+    root = inst.add_node(1, "root")
+    inst.add_op(root, Op(0.0, (p,)))
+    inst.add_op(root, Op(0.0, (q,)))
+    inst.roots = [root]
+    inst.validate()
+    return inst
+
+
+def test_the_relaxations_lp_pays_the_further_reads_of_a_node_its_plan_is_spread_over() -> None:
+    """The LP of the relaxation spreads the root half over P and half over Q: X is read twice in
+    all and used half, so it pays 5 for X and 15 for the reads beyond its use, the plan's 20.
+    Counting the reads less one, it paid 5 + 10: the LP's bound fell short of every plan."""
+    import pulp
+
+    inst = spread_over_two_ways()
+    assert CostTable(inst).objective() == pytest.approx(20.0)
+    relaxation = _Shared(inst, None, peak=False, upper=20.0)
+    for variable in relaxation.problem.variables():
+        variable.cat = pulp.LpContinuous
+    relaxation.solve(10)
+    assert relaxation.value == pytest.approx(20.0)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_ilp_is_the_best_of_every_kept_set(seed: int) -> None:
     """Against brute force: the cost propagation's value of every subset of candidates."""

@@ -341,11 +341,16 @@ class _Shared(_Program):
         each of its ``R`` reads (deliveries, and the ways of the nodes that read it, with how
         often each reads it) obtains it: recomputed, or loaded. Every obtaining costs at least the
         node's least way (``lower``: its own cost and its inputs' at their least, or a load). So
-        the reads cost ``(R - 1)·lower`` beyond the way paid, and ``R·lower`` when the node's own
+        the reads cost ``(R - U)·lower`` beyond the way paid, where ``U`` is the node's use (the sum
+        of its chosen ways: 1 when any read is, so ``R - 1``), and ``R·lower`` when the node's own
         time point keeps it, since the kept state's computation is then not one of the reads.
+        ``R - U`` rather than ``R - 1`` is what makes the LP's bound worth having: a plan spread
+        over two alternatives that both read a node has ``R = 1`` and ``U = 1/2``, so half a
+        further read is paid, where ``R - 1`` paid none and the bound stayed near the cost of a
+        plan that shares every node for free.
         ``lower`` counts every load as possible; but a state is loaded at its own time point only
         if kept, so while no such state below the node is kept (:func:`_least_unkept`), each
-        obtaining costs at least ``unkept``, the least way without them: ``(R - 1)·unkept``, less
+        obtaining costs at least ``unkept``, the least way without them: ``(R - U)·unkept``, less
         ``(R_max - 1)·(unkept - lower)`` for each of those states kept, which gives back the
         first bound once any is. All are lower bounds of the exact program's cost (a child's reads
         count the node once, and its extra obtainings are in the node's ``lower``), and they close
@@ -366,11 +371,12 @@ class _Shared(_Program):
             count = pulp.lpSum(k * v for parent in reads[n] for k, v in parent) + (1 if n in roots else 0)
             weight = lower[n] / self.scale
             more = prob.add_variable(f"rereads_{n}", lowBound=0)
+            used = pulp.lpSum(v for (m, _), v in self.choose.items() if m == n) if n not in roots else 1
             if most >= 2:
-                prob += more >= weight * (count - 1)
+                prob += more >= weight * (count - used)
                 if math.isfinite(unkept[n]) and unkept[n] > lower[n] * (1 + 1e-9):
                     extra_weight = unkept[n] / self.scale - weight
-                    prob += more >= (weight + extra_weight) * (count - 1) - \
+                    prob += more >= (weight + extra_weight) * (count - used) - \
                         extra_weight * (most - 1) * pulp.lpSum(self.keep[c] for c in sorted(same[n]))
             if kept is not None:
                 prob += more >= weight * (count - most * (1 - self.keep[kept]))
