@@ -161,7 +161,7 @@ def source_snapshot(source: SourceData, version: int) -> DataFrame:
     :class:`ExecutionError` naming the row, under ``lenient`` the deletions too many remove
     nothing (the count stays 0: ``c_j = max(0, c_{j-1} + Δ_j)``, that is the running sum less
     its lowest point below 0). A source whose deletions were checked as they landed is only
-    consolidated (its counts never go below 0).
+    consolidated: its counts never go below 0, and no Spark job checks them again.
     """
     from pyspark.sql import functions as F
 
@@ -169,7 +169,9 @@ def source_snapshot(source: SourceData, version: int) -> DataFrame:
     data = [_column(c) for c in source.data_columns]
     if source.op_column is None:
         return rows.select(*data)
-    if source.checked or version <= 1:
+    if source.checked:  # landed interval by interval, each deletion checked against the rows before it
+        consolidated = _signed(source, rows).groupBy(*data).agg(F.sum(_column(MULT)).alias(MULT))
+    elif version <= 1:
         consolidated = _signed(source, rows).groupBy(*data).agg(F.sum(_column(MULT)).alias(MULT))
         short = consolidated.where(_column(MULT) < 0)
         if source.deletion_policy == "lenient":
