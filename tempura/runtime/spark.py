@@ -13,7 +13,8 @@ own, in this order (``docs/runtime.md``, *Spark's settings*):
    local master in a JVM tempura started itself.
 
 The application is named after the spec (``tempura:<name>``) unless the launch named it. Driver
-JVM options get tempura's logging configuration added in front, never replaced.
+JVM options get tempura's logging configuration added in front, never replaced, and the options
+of the class-data archive (:mod:`tempura.runtime.class_archive`) at the end.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import atexit
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from tempura.errors import TempuraError
+from tempura.runtime.class_archive import ArchivePlan, archive_folder, archive_key, finish_archive, java_binary, plan_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,8 +88,7 @@ class JavaMissing(TempuraError):
 def check_java(minimum: int = 17) -> int:
     """The Java major version on the PATH (or JAVA_HOME); raises :class:`JavaMissing` if older
     than ``minimum`` or absent."""
-    java_home = os.environ.get("JAVA_HOME")
-    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    java = java_binary()
     if not java or not os.path.exists(java):
         raise JavaMissing(f"Spark needs Java {minimum} or newer, and no 'java' was found (install a JDK or JRE)")
     out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
@@ -215,6 +215,9 @@ def get_spark(
     else:
         launch = launch_settings()
     chosen = session_settings(launch, master, conf, app_name, starts_jvm=not running)
+    archive = None if running else _class_archive(chosen.conf.get(JAVA_OPTIONS, ""))
+    if archive is not None and archive.options:
+        chosen.conf[JAVA_OPTIONS] = f"{chosen.conf[JAVA_OPTIONS]} {archive.options}"
     builder = SparkSession.builder
     if chosen.master is not None:
         builder = builder.master(chosen.master)
@@ -226,9 +229,49 @@ def get_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_error_loggers()
+    if archive is not None and archive.writing is not None:
+        atexit.register(_write_class_archive, archive)  # after the report below: atexit runs the last first
     if os.environ.get(PROCESS_REPORT):
         atexit.register(_report_process, spark, os.environ[PROCESS_REPORT])
     return spark
+
+
+def _class_archive(java_options: str) -> ArchivePlan | None:
+    """The class-data archive's plan for the driver JVM started now (:mod:`tempura.runtime.class_archive`),
+    or ``None`` when it is turned off or cannot be."""
+    folder = archive_folder()
+    if folder is None:
+        return None
+    java, jars = java_binary(), spark_home() / "jars"
+    if not java or not jars.is_dir():
+        return None
+    try:
+        return plan_archive(folder, archive_key(java, jars), java_options)
+    except OSError:  # an unwritable cache: run without
+        return None
+
+
+def _write_class_archive(archive: ArchivePlan) -> None:
+    """At exit, when this process's JVM writes the class-data archive: stop Spark, let the JVM
+    exit (it writes the archive as it does) and move the archive into place."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    proc = getattr(SparkContext._gateway, "proc", None)
+    code = None
+    if proc is not None and proc.stdin is not None:
+        try:
+            proc.stdin.close()  # the JVM exits when its standard input closes
+            code = proc.wait(timeout=300)
+        except (OSError, subprocess.TimeoutExpired):
+            code = None
+    if code == 0:
+        finish_archive(archive)
+    elif archive.writing is not None:
+        archive.writing.unlink(missing_ok=True)
 
 
 # When set, the file a process that started Spark writes its own CPU seconds to as it exits:
