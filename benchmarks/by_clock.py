@@ -6,7 +6,8 @@ interval ``i``'s files, and a **new process** runs the point, with Spark's event
 contenders, in one run, alternating time point by time point, each in its own folders, in the
 round's order (:func:`benchmarks.rounds.round_order`):
 
-- ``auto`` and ``batch``: ``tempura run SPEC --now t_i`` (``--method``);
+- ``auto`` and any forced method (``batch``, ``ivm``, …): ``tempura run SPEC --now t_i``
+  (``--method``);
 - ``spark-sql``: what a Spark user writes instead, a script that recomputes the query over the
   folders as they are at ``t_i`` (the rows of the cycle so far) with ``spark.sql`` and writes it;
 - ``sdp-streaming`` and ``sdp-mv`` (``tempura bench sdp``): the query as a Spark Declarative
@@ -36,12 +37,13 @@ from benchmarks.sdp import SdpProject
 from scenarios import copy_scenario
 from tempura.runtime import compare_results
 from tempura.scheduler import load_spec
+from tempura.standing import METHODS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 CONTENDERS = ("auto", "batch", "spark-sql")
-TEMPURA = ("auto", "batch")
+TEMPURA = METHODS  # the contenders that are tempura's runs
 RECOMPUTE = """
 import sys
 from tempura.runtime.spark import get_spark

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -168,14 +169,35 @@ def tpcds_check(scale: float, workdir: str, queries: tuple[str, ...], standing: 
               help="Run these methods (default: auto and every forced method).")
 @click.option("--chart", "chart_path", default=None, type=click.Path(dir_okay=False),
               help="Where to write the PNG chart (default: WORKDIR/demo/demo.png).")
+@click.option("--by-clock", is_flag=True,
+              help="Run each method the way cron runs it, a new process per time point with only that point's files "
+                   "there, measured whole (every Spark job, the process's CPU), beside a plain spark.sql recompute.")
 @user_errors
-def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[str, ...], chart_path: str | None) -> None:
+def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[str, ...], chart_path: str | None,
+         by_clock: bool) -> None:
     """Standing queries simulated under auto and every forced method: objective, work per time
-    point, and every delivered result checked against recompute; writes a PNG chart."""
+    point, and every delivered result checked against recompute; writes a PNG chart. With
+    --by-clock, each method by the clock instead, one cycle each, whole runs."""
     from benchmarks import demo as demo_job
 
     _known_scenarios(*scenarios)
     from tempura.runtime import get_spark
+
+    if by_clock:
+        from rich.console import Console
+
+        from benchmarks import by_clock as clock
+
+        contenders = [*(methods or demo_job.METHODS), "spark-sql"]
+        correct = True
+        for name in scenarios or demo_job.SCENARIOS:
+            result = clock.run(get_spark(), Path(workdir) / "demo", Path(workdir).resolve() / "demo", name, scale, 1,
+                               contenders, "demo-clock")
+            summary = result["summary"]
+            correct = correct and all(summary[c]["correct"] for c in contenders)
+            Console().print(clock_table(f"{name}, scale {scale:g}, by the clock, whole runs (one cycle each)", contenders,
+                                        summary))
+        sys.exit(0 if correct else 1)
 
     failures = demo_job.main(get_spark(), scale, workdir, scenarios or demo_job.SCENARIOS, methods or demo_job.METHODS,
                              chart_path)
@@ -261,33 +283,107 @@ def bench_tvr_planning(repeat: int, out: str, stats_file: str | None, queries: t
     click.echo(json.dumps(report["summary"], indent=2))
 
 
+CLOCK_CONTENDERS = ("batch", "ivm", "spark-sql", "sdp-streaming", "auto")
+SIMULATED_ONLY = ("spark-streaming", "floor")
+
+
 @bench.command("incremental")
 @click.option("--scale", default=0.1, show_default=True, type=float, help="Data scale of every scenario.")
 @click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=1), help="Cycles per contender (medians).")
 @click.option("--scenario", "scenarios", multiple=True, help="Only these scenarios (default: all).")
 @click.option("--contender", "contenders", multiple=True,
-              type=click.Choice(["batch", "ivm", "spark-streaming", "auto", "floor"]),
-              help="Only these contenders (default: the first four; floor, the query over the last interval "
-                   "alone, a bound on the last point, only when named).")
+              type=click.Choice([*METHOD_CHOICES, "spark-sql", "sdp-streaming", "sdp-mv", "spark-streaming", "floor"]),
+              help="Only these contenders (default by the clock: batch, ivm, spark-sql, sdp-streaming, auto; with "
+                   "--simulate: batch, ivm, spark-streaming, auto, and floor, the query over the last interval alone, a "
+                   "bound on the last point, only when named).")
+@click.option("--simulate", is_flag=True,
+              help="The labelled variant: every interval's files staged first and the cycle replayed in this process, "
+                   "the fragments' executor CPU per point (landing apart), not whole runs.")
 @click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
 @user_errors
-def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], contenders: tuple[str, ...], out: str,
-                      workdir: str) -> None:
-    """Standing queries on Spark: batch, ivm, native Structured Streaming and auto, alternating;
-    executor CPU and wall per time point, the objective, auto's ratios; every result checked."""
+def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], contenders: tuple[str, ...], simulate: bool,
+                      out: str, workdir: str) -> None:
+    """Standing queries on Spark, contender against contender, every result checked. By the clock
+    (the default): each time point's files land at that point and a new process runs it, measured
+    whole (every Spark job, the process's CPU), tempura's methods against plain spark.sql and SDP's
+    streaming tables. With --simulate: replayed in this process, the fragments' CPU per point."""
+    _known_scenarios(*scenarios)
+    if not simulate:
+        wrong = [c for c in contenders if c in SIMULATED_ONLY]
+        if wrong:
+            raise TempuraError(f"contender {wrong[0]} runs only with --simulate (by the clock, Structured Streaming "
+                               f"is sdp-streaming: SDP's streaming tables, availableNow at each time point)")
+        _incremental_by_clock(scale, repeat, list(scenarios), list(contenders) or list(CLOCK_CONTENDERS), out, workdir)
+        return
+    from benchmarks import incremental
+
+    wrong = [c for c in contenders if c not in (*incremental.CONTENDERS, incremental.FLOOR)]
+    if wrong:
+        raise TempuraError(f"contender {wrong[0]} runs only by the clock (without --simulate)")
+    _incremental_simulated(scale, repeat, scenarios, contenders, out, workdir)
+
+
+def _incremental_by_clock(scale: float, repeat: int, scenarios: list[str], contenders: list[str], out: str,
+                          workdir: str) -> None:
+    """``bench incremental`` by the clock: :mod:`benchmarks.by_clock` per scenario, one table each."""
+    from rich.console import Console
+
+    from benchmarks import by_clock, incremental
+    from tempura.runtime import get_spark
+
+    correct = True
+    for name in scenarios or list(incremental.DEFAULT_SCENARIOS):
+        result = by_clock.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat, contenders,
+                              "incremental-clock")
+        summary = result["summary"]
+        correct = correct and all(summary[c]["correct"] for c in contenders)
+        Console().print(clock_table(f"{name}, scale {scale:g}, by the clock, whole runs (medians of {repeat})",
+                                    contenders, summary))
+        for other, ratio in summary.get("auto_ratios", {}).items():
+            click.echo(f"auto / {other}: whole-run executor CPU per point "
+                       f"{' '.join('-' if v is None else f'{v:.2f}' for v in ratio['cpu_seconds'])} (summed "
+                       f"{ratio['cpu_seconds_summed']:.2f}), wall {' '.join('-' if v is None else f'{v:.2f}' for v in ratio['wall_seconds'])}")
+        click.echo(f"wrote {Path(out) / f'incremental-clock-{name}.json'}")
+    sys.exit(0 if correct else 1)
+
+
+def clock_table(title: str, contenders: list[str], summary: dict[str, Any]) -> Any:
+    """Per contender of a run by the clock: the whole runs' figures per time point, and tempura's
+    fragments' executor CPU beside them, labelled partial."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("contender", "executor CPU s per point", "records read", "process CPU s", "wall s",
+                   "fragments CPU s (partial)", "correct"):
+        table.add_column(column)
+    for contender in contenders:
+        s = summary[contender]
+        tempura_run = contender in METHOD_CHOICES
+        table.add_row(contender, " ".join(f"{v:.2f}" for v in s["cpu_seconds"]),
+                      " ".join(f"{v / 1e6:.2f}M" for v in s["records_read"]),
+                      " ".join(f"{v:.1f}" for v in s["process_cpu_seconds"]),
+                      " ".join(f"{v:.1f}" for v in s["wall_seconds"]),
+                      " ".join(f"{v:.2f}" for v in s["fragments_cpu_seconds (partial)"]) if tempura_run else "-",
+                      "yes" if s["correct"] else "NO")
+    return table
+
+
+def _incremental_simulated(scale: float, repeat: int, scenarios: tuple[str, ...], contenders: tuple[str, ...], out: str,
+                           workdir: str) -> None:
+    """``bench incremental --simulate``: :mod:`benchmarks.incremental`, one table of every scenario."""
     from rich.console import Console
     from rich.table import Table
 
     from benchmarks import incremental
     from tempura.runtime import get_spark
 
-    _known_scenarios(*scenarios)
     console = Console(stderr=True)
     report = incremental.run(get_spark(), Path(out), Path(workdir), scale, repeat,
                              scenarios or incremental.DEFAULT_SCENARIOS, contenders or incremental.CONTENDERS,
                              lambda m: console.log(m))
-    table = Table(title=f"bench incremental, scale {scale:g}, {repeat} runs each (median executor CPU s)")
+    table = Table(title=f"bench incremental --simulate, scale {scale:g}, {repeat} runs each (median executor CPU s of "
+                        f"the fragments: partial, landing apart)")
     for column in ("scenario", "contender", "CPU per time point", "objective", "correct"):
         table.add_column(column)
     for name, result in report["scenarios"].items():
@@ -387,8 +483,8 @@ def bench_cluster(scenario: str, scale: float, repeat: int, method: str, out: st
 @click.option("--scenario", "name", default="daily_revenue", show_default=True, help="The scenario.")
 @click.option("--scale", default=1.0, show_default=True, type=float, help="Its data scale.")
 @click.option("--repeat", default=3, show_default=True, type=click.IntRange(min=1), help="Cycles per contender (medians).")
-@click.option("--contender", "contenders", multiple=True, type=click.Choice(["auto", "batch", "spark-sql"]),
-              help="Only these contenders (default: auto, batch, spark-sql).")
+@click.option("--contender", "contenders", multiple=True, type=click.Choice([*METHOD_CHOICES, "spark-sql"]),
+              help="Only these contenders (default: auto, batch, spark-sql; any method of tempura's).")
 @click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--workdir", default=".tempura/bench", show_default=True, type=click.Path(file_okay=False))
 @user_errors
@@ -435,7 +531,6 @@ def bench_sdp(scenarios: tuple[str, ...], scale: float, repeat: int, designs: tu
     view over them; one materialized view over the files), by the clock: each time point a new
     process of each, alternating, measured whole, every result checked."""
     from rich.console import Console
-    from rich.table import Table
 
     from benchmarks import by_clock
     from benchmarks.sdp import DESIGNS
@@ -448,17 +543,8 @@ def bench_sdp(scenarios: tuple[str, ...], scale: float, repeat: int, designs: tu
     for name in chosen:
         result = by_clock.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat, contenders, "sdp")
         summary = result["summary"]
-        table = Table(title=f"{name}, by the clock, whole runs (medians of {repeat})")
-        for column in ("contender", "executor CPU s per point", "records read", "process CPU s", "wall s", "correct"):
-            table.add_column(column)
-        for contender in contenders:
-            s = summary[contender]
-            correct = correct and s["correct"]
-            table.add_row(contender, " ".join(f"{v:.2f}" for v in s["cpu_seconds"]),
-                          " ".join(f"{v / 1e6:.2f}M" for v in s["records_read"]),
-                          " ".join(f"{v:.1f}" for v in s["process_cpu_seconds"]),
-                          " ".join(f"{v:.1f}" for v in s["wall_seconds"]), "yes" if s["correct"] else "NO")
-        Console().print(table)
+        correct = correct and all(summary[c]["correct"] for c in contenders)
+        Console().print(clock_table(f"{name}, by the clock, whole runs (medians of {repeat})", contenders, summary))
         versus = summary["against_sdp"]
         for design in contenders[1:]:
             v = versus[design]

@@ -122,6 +122,38 @@ def test_join_order_refuses_a_query_of_the_other_suite() -> None:
     assert "unknown join-order query: q02" in result.output and "q17" in result.output
 
 
+def test_bench_incremental_runs_by_the_clock_unless_asked_to_simulate() -> None:
+    """By the clock, the in-process contenders (native streaming, the floor) are refused with the
+    one by the clock to use instead; simulated, the contenders that need a process per point."""
+    from tempura.cli import main
+
+    clock = CliRunner().invoke(main, ["bench", "incremental", "--contender", "spark-streaming"])
+    assert clock.exit_code == 2 and "runs only with --simulate" in clock.output and "sdp-streaming" in clock.output
+    simulated = CliRunner().invoke(main, ["bench", "incremental", "--simulate", "--contender", "spark-sql"])
+    assert simulated.exit_code == 2 and "spark-sql runs only by the clock" in simulated.output
+
+
+def test_a_table_by_the_clock_shows_whole_runs_and_tempuras_fragments_as_partial() -> None:
+    from rich.console import Console
+
+    from benchmarks.by_clock import summarize
+    from benchmarks.cli import clock_table
+
+    def point(cpu: float, fragment: float) -> dict[str, Any]:
+        return {"cpu_seconds": cpu, "records_read": 2e6, "process_cpu_seconds": 9.0, "wall_seconds": 7.0, "jobs": 4,
+                "by_purpose": {"fragment": {"cpu_seconds": fragment}, "landing": {"cpu_seconds": 0.5}}, "checked": True}
+
+    summary = summarize({"auto": [[point(2.0, 1.0), point(3.0, 1.5)]], "spark-sql": [[point(4.0, 0.0), point(6.0, 0.0)]]})
+    assert summary["auto_ratios"]["spark-sql"]["cpu_seconds"] == [0.5, 0.5]
+    console = Console(record=True, width=200)
+    console.print(clock_table("t", ["auto", "spark-sql"], summary))
+    text = console.export_text()
+    lines = {line.split("│")[1].strip(): line for line in text.splitlines() if line.count("│") > 3}
+    assert "fragments CPU s (partial)" in text
+    assert "1.00 1.50" in lines["auto"] and "2.00 3.00" in lines["auto"]
+    assert "4.00 6.00" in lines["spark-sql"] and "0.00 0.00" not in lines["spark-sql"]
+
+
 def test_the_verdict_counts_running_a_contenders_own_plan_as_its_choice() -> None:
     """``auto`` running ``ivm``'s very plan, measured a few percent above it: the noise between
     two runs of one plan is no miss; a different plan measured above the best still is."""
