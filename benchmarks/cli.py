@@ -184,8 +184,6 @@ def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[
     from tempura.runtime import get_spark
 
     if by_clock:
-        from rich.console import Console
-
         from benchmarks import by_clock as clock
 
         contenders = [*(methods or demo_job.METHODS), "spark-sql"]
@@ -195,7 +193,7 @@ def demo(scale: float, workdir: str, scenarios: tuple[str, ...], methods: tuple[
                                contenders, "demo-clock")
             summary = result["summary"]
             correct = correct and all(summary[c]["correct"] for c in contenders)
-            Console().print(clock_table(f"{name}, scale {scale:g}, by the clock, whole runs (one cycle each)", contenders,
+            _wide().print(clock_table(f"{name}, scale {scale:g}, by the clock, whole runs (one cycle each)", contenders,
                                         summary))
         sys.exit(0 if correct else 1)
 
@@ -327,8 +325,6 @@ def bench_incremental(scale: float, repeat: int, scenarios: tuple[str, ...], con
 def _incremental_by_clock(scale: float, repeat: int, scenarios: list[str], contenders: list[str], out: str,
                           workdir: str) -> None:
     """``bench incremental`` by the clock: :mod:`benchmarks.by_clock` per scenario, one table each."""
-    from rich.console import Console
-
     from benchmarks import by_clock, incremental
     from tempura.runtime import get_spark
 
@@ -338,7 +334,7 @@ def _incremental_by_clock(scale: float, repeat: int, scenarios: list[str], conte
                               "incremental-clock")
         summary = result["summary"]
         correct = correct and all(summary[c]["correct"] for c in contenders)
-        Console().print(clock_table(f"{name}, scale {scale:g}, by the clock, whole runs (medians of {repeat})",
+        _wide().print(clock_table(f"{name}, scale {scale:g}, by the clock, whole runs (medians of {repeat})",
                                     contenders, summary))
         for other, ratio in summary.get("auto_ratios", {}).items():
             click.echo(f"auto / {other}: whole-run executor CPU per point "
@@ -346,6 +342,13 @@ def _incremental_by_clock(scale: float, repeat: int, scenarios: list[str], conte
                        f"{ratio['cpu_seconds_summed']:.2f}), wall {' '.join('-' if v is None else f'{v:.2f}' for v in ratio['wall_seconds'])}")
         click.echo(f"wrote {Path(out) / f'incremental-clock-{name}.json'}")
     sys.exit(0 if correct else 1)
+
+
+def _wide() -> Any:
+    """A console for the tables by the clock: the terminal's width, or 160 columns into a file."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def clock_table(title: str, contenders: list[str], summary: dict[str, Any]) -> Any:
@@ -530,8 +533,6 @@ def bench_sdp(scenarios: tuple[str, ...], scale: float, repeat: int, designs: tu
     """tempura's auto against Spark Declarative Pipelines (streaming tables and a materialized
     view over them; one materialized view over the files), by the clock: each time point a new
     process of each, alternating, measured whole, every result checked."""
-    from rich.console import Console
-
     from benchmarks import by_clock
     from benchmarks.sdp import DESIGNS
     from tempura.runtime import get_spark
@@ -544,7 +545,7 @@ def bench_sdp(scenarios: tuple[str, ...], scale: float, repeat: int, designs: tu
         result = by_clock.run(get_spark(), Path(out), Path(workdir).resolve(), name, scale, repeat, contenders, "sdp")
         summary = result["summary"]
         correct = correct and all(summary[c]["correct"] for c in contenders)
-        Console().print(clock_table(f"{name}, by the clock, whole runs (medians of {repeat})", contenders, summary))
+        _wide().print(clock_table(f"{name}, by the clock, whole runs (medians of {repeat})", contenders, summary))
         versus = summary["against_sdp"]
         for design in contenders[1:]:
             v = versus[design]
