@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from tempura.errors import TempuraError
+from tempura.runtime.class_archive import ENV as ARCHIVE_ENV
 from tempura.runtime.class_archive import ArchivePlan, archive_folder, archive_key, finish_archive, java_binary, plan_archive
 
 if TYPE_CHECKING:
@@ -272,6 +273,43 @@ def _write_class_archive(archive: ArchivePlan) -> None:
         finish_archive(archive)
     elif archive.writing is not None:
         archive.writing.unlink(missing_ok=True)
+
+
+WORKLOAD = """
+SELECT a.k, COUNT(*) AS n, SUM(b.v) AS total, MAX(a.d) AS last,
+       RANK() OVER (ORDER BY SUM(b.v) DESC) AS place
+FROM t a JOIN t b ON a.k = b.k LEFT JOIN t c ON a.id = c.id + 1
+WHERE a.d >= DATE '2020-01-01'
+GROUP BY a.k
+"""
+
+
+def prepare_class_archive() -> str:
+    """Write the archive now if there is none, by a JVM that reads and writes parquet and runs a
+    join, an aggregate and a window through Spark SQL (the classes a run loads), so that the
+    JVMs started after it map it; a line saying where it is, or why there is none."""
+    import tempfile
+
+    folder = archive_folder()
+    if folder is None:
+        return f"class-data archive: off ({ARCHIVE_ENV})"
+    java, jars = java_binary(), spark_home() / "jars"
+    if java is None or not jars.is_dir():
+        return "class-data archive: none (no java, or no Spark jars)"
+    final = folder / f"{archive_key(java, jars)}.jsa"
+    if final.is_file():
+        return f"class-data archive: {final}"
+    spark = get_spark(master="local[1]", app_name="tempura:class-archive")
+    if "ArchiveClassesAtExit" not in (spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", "") or ""):
+        return "class-data archive: none (another process is writing it, or the launch sets its own)"
+    with tempfile.TemporaryDirectory() as tmp:
+        frame = spark.range(2000).selectExpr("id", "id % 7 AS k", "CAST(id AS DOUBLE) AS v",
+                                             "DATE_ADD(DATE '2020-01-01', CAST(id % 400 AS INT)) AS d")
+        frame.write.parquet(f"{tmp}/t")
+        spark.read.parquet(f"{tmp}/t").createOrReplaceTempView("t")
+        spark.sql(WORKLOAD).write.mode("overwrite").parquet(f"{tmp}/out")
+        spark.read.parquet(f"{tmp}/out").collect()
+    return f"class-data archive: {final}, written as this process exits"
 
 
 # When set, the file a process that started Spark writes its own CPU seconds to as it exits:
