@@ -362,6 +362,9 @@ class _Shared(_Program):
         lower = [min(costs, default=0.0) for costs in _least_runs(inst)]
         unkept, same = _least_unkept(inst)
         own = {cand.node: c for c, cand in enumerate(inst.candidates) if cand.time == inst.times[cand.node]}
+        ways: list[list[pulp.LpVariable]] = [[] for _ in range(inst.size)]  # each node's chosen ways: its use
+        for (m, _), chosen in self.choose.items():
+            ways[m].append(chosen)
         extra = []
         for n in range(inst.size):
             most = sum(max(k for k, _ in parent) for parent in reads[n]) + (1 if n in roots else 0)
@@ -371,7 +374,7 @@ class _Shared(_Program):
             count = pulp.lpSum(k * v for parent in reads[n] for k, v in parent) + (1 if n in roots else 0)
             weight = lower[n] / self.scale
             more = prob.add_variable(f"rereads_{n}", lowBound=0)
-            used = pulp.lpSum(v for (m, _), v in self.choose.items() if m == n) if n not in roots else 1
+            used = pulp.lpSum(ways[n]) if n not in roots else 1
             if most >= 2:
                 prob += more >= weight * (count - used)
                 if math.isfinite(unkept[n]) and unkept[n] > lower[n] * (1 + 1e-9):
