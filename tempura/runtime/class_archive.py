@@ -21,6 +21,7 @@ then adds none.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -65,9 +66,15 @@ def archive_folder(environ: dict[str, str] | None = None) -> Path | None:
     return cache / "tempura" / "class-archive"
 
 
+@functools.cache
+def java_version(java: str) -> str:
+    """What ``java -version`` says (its standard error), asked once per process."""
+    return subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
+
+
 def archive_key(java: str, jars: Path) -> str:
     """A short hash of the Java runtime's version and of the jars' names and sizes."""
-    version = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
+    version = java_version(java)
     digest = hashlib.sha256(version.encode())
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"{jar.name}:{jar.stat().st_size}\n".encode())

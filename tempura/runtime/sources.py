@@ -169,14 +169,13 @@ def source_snapshot(source: SourceData, version: int) -> DataFrame:
     data = [_column(c) for c in source.data_columns]
     if source.op_column is None:
         return rows.select(*data)
-    if source.checked:  # landed interval by interval, each deletion checked against the rows before it
+    if source.checked or version <= 1:
         consolidated = _signed(source, rows).groupBy(*data).agg(F.sum(_column(MULT)).alias(MULT))
-    elif version <= 1:
-        consolidated = _signed(source, rows).groupBy(*data).agg(F.sum(_column(MULT)).alias(MULT))
-        short = consolidated.where(_column(MULT) < 0)
-        if source.deletion_policy == "lenient":
+        # a landed source's deletions were checked interval by interval, against the rows before each
+        if not source.checked and source.deletion_policy == "lenient":
             consolidated = consolidated.withColumn(MULT, F.greatest(_column(MULT), F.lit(0).cast("bigint")))
-        else:
+        elif not source.checked:
+            short = consolidated.where(_column(MULT) < 0)
             _check_present(source, version, short.select(*data, F.lit(version).alias(_FIRST), (-_column(MULT)).alias(_EXCESS)))
     else:
         consolidated = _interval_counts(source, rows, version)

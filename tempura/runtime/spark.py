@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from tempura.errors import TempuraError
 from tempura.runtime.class_archive import ENV as ARCHIVE_ENV
-from tempura.runtime.class_archive import ArchivePlan, archive_folder, archive_key, finish_archive, java_binary, plan_archive
+from tempura.runtime.class_archive import ArchivePlan, archive_folder, archive_key, finish_archive, java_binary, java_version, plan_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -92,7 +92,7 @@ def check_java(minimum: int = 17) -> int:
     java = java_binary()
     if not java or not os.path.exists(java):
         raise JavaMissing(f"Spark needs Java {minimum} or newer, and no 'java' was found (install a JDK or JRE)")
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
+    out = java_version(java)
     version = out.split('"')[1] if '"' in out else ""
     major = int(version.split(".")[1] if version.startswith("1.") else version.split(".")[0] or 0)
     if major < minimum:
@@ -237,17 +237,25 @@ def get_spark(
     return spark
 
 
+def _archive_place() -> tuple[Path, str] | str:
+    """The class-data archive's folder and key for this Java and Spark, or why there is none."""
+    folder = archive_folder()
+    if folder is None:
+        return f"off ({ARCHIVE_ENV})"
+    java, jars = java_binary(), spark_home() / "jars"
+    if not java or not jars.is_dir():
+        return "none (no java, or no Spark jars)"
+    return folder, archive_key(java, jars)
+
+
 def _class_archive(java_options: str) -> ArchivePlan | None:
     """The class-data archive's plan for the driver JVM started now (:mod:`tempura.runtime.class_archive`),
     or ``None`` when it is turned off or cannot be."""
-    folder = archive_folder()
-    if folder is None:
-        return None
-    java, jars = java_binary(), spark_home() / "jars"
-    if not java or not jars.is_dir():
+    place = _archive_place()
+    if isinstance(place, str):
         return None
     try:
-        return plan_archive(folder, archive_key(java, jars), java_options)
+        return plan_archive(*place, java_options)
     except OSError:  # an unwritable cache: run without
         return None
 
@@ -290,13 +298,11 @@ def prepare_class_archive() -> str:
     JVMs started after it map it; a line saying where it is, or why there is none."""
     import tempfile
 
-    folder = archive_folder()
-    if folder is None:
-        return f"class-data archive: off ({ARCHIVE_ENV})"
-    java, jars = java_binary(), spark_home() / "jars"
-    if java is None or not jars.is_dir():
-        return "class-data archive: none (no java, or no Spark jars)"
-    final = folder / f"{archive_key(java, jars)}.jsa"
+    place = _archive_place()
+    if isinstance(place, str):
+        return f"class-data archive: {place}"
+    folder, key = place
+    final = folder / f"{key}.jsa"
     if final.is_file():
         return f"class-data archive: {final}"
     spark = get_spark(master="local[1]", app_name="tempura:class-archive")
