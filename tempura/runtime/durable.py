@@ -34,7 +34,7 @@ from tempura.runtime.executor import (BroadcastFallback, SparkPlanning, execute,
                                       spark_error_message)
 from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
-from tempura.runtime.ingest import TP, Feed, landing_data
+from tempura.runtime.ingest import TP, Feed, landing_data, with_interval
 from tempura.runtime.layout import (PrunedRead, Pruning, key_class, probe_buckets, pruned_folders, select_buckets,
                                     sliced_folders, write_laid_out)
 from tempura.runtime.metrics import Meter, WorkMetrics
@@ -551,11 +551,14 @@ class DurableExecutor:
 
         from pyspark.sql import functions as F
 
-        # Landed files hold one interval each: the filter skips the earlier intervals' files a stream
-        # with no checkpoint yet lists, by their row groups' statistics, and stages this one's rows only.
+        # Landed files hold one interval each: the first filter skips the earlier written intervals'
+        # files a stream with no checkpoint yet lists, by their row groups' statistics (a linked
+        # interval's files hold no __tp: their folder names it), and stages this one's rows only.
+        stream = self.spark.readStream.schema(schema).option("recursiveFileLookup", "true")\
+            .parquet(uri(self.store.landing(self.cycle, source)))
         query = (
-            self.spark.readStream.schema(schema).option("recursiveFileLookup", "true").parquet(uri(self.store.landing(self.cycle, source)))
-            .where(F.col(TP) == index).writeStream.queryName(f"tempura_{source}_{index}").trigger(availableNow=True)
+            with_interval(stream.where((F.col(TP) == index) | F.col(TP).isNull())).where(F.col(TP) == index)
+            .writeStream.queryName(f"tempura_{source}_{index}").trigger(availableNow=True)
             .option("checkpointLocation", uri(checkpoint)).foreachBatch(stage).start()
         )
         from pyspark.errors import PySparkException

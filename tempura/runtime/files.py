@@ -73,6 +73,35 @@ class Files:
         if not self._jvm.org.apache.hadoop.fs.FileUtil.copy(fs, s, fs, t, False, self._conf):
             raise ExecutionError(f"cannot copy {source} to {target}")
 
+    def link(self, files: list[str], target: str | Path | Uri) -> None:
+        """Make each of ``files`` (URIs) appear in folder ``target`` (created; it must not exist),
+        numbered in the order given so that two files of one name from different folders do not
+        meet: hard links where the file system has them (a local disk), else byte copies. A hard
+        link keeps the file's bytes even when the original is later removed."""
+        import os
+        import shutil
+        from urllib.parse import unquote, urlparse
+
+        fs, t = self._path(target)
+        if fs.exists(t):
+            raise ExecutionError(f"cannot link files into {target}: it already exists")
+        fs.mkdirs(t)
+        local = str(t.toUri().getPath()) if str(t.toUri().getScheme()) == "file" else None
+        for n, name in enumerate(files):
+            base = f"{n:05d}-{name.rstrip('/').rsplit('/', 1)[-1]}"
+            source = urlparse(name)
+            if local is not None and source.scheme == "file":
+                destination = os.path.join(local, base)
+                try:
+                    os.link(unquote(source.path), destination)
+                except OSError:  # another device, or links not supported: a copy
+                    shutil.copyfile(unquote(source.path), destination)
+                continue
+            s_fs, s = self._path(name)
+            if not self._jvm.org.apache.hadoop.fs.FileUtil.copy(s_fs, s, fs, self._jvm.org.apache.hadoop.fs.Path(t, base),
+                                                               False, self._conf):
+                raise ExecutionError(f"cannot copy {name} into {target}")
+
     def children(self, path: str | Path | Uri) -> list[str]:
         """The names directly under a folder ([] if it is absent)."""
         fs, p = self._path(path)

@@ -10,7 +10,14 @@ of tempura's own:
   or a periodic range query's window, whose leaving rows are deletions).
 
 Every fragment, batch or streaming, reads sources only through the landing, so no plan sees a
-row before its time point, and a simulated replay is faithful for every method. Which rows
+row before its time point, and a simulated replay is faithful for every method.
+
+An interval that is exactly some whole files of an append-only parquet source (every row of the
+files first found at ``t_i`` arrives in ``(t_{i-1}, t_i]``, none is late or without an arrival)
+is **linked**, not written: its folder holds hard links to those files (byte copies where the
+file system has no links), and ``__tp`` is read from the folder's name (:func:`with_interval`).
+The pass that finds this out is the one read of the new files: it counts the rows and sketches
+them for the statistics. Any other interval is written, as below. Which rows
 belong to interval ``i``:
 
 - ``arrival: {column: c}``: rows with ``t_{i-1} < c <= t_i`` (``t_0`` is the cycle's origin);
@@ -109,12 +116,14 @@ class Landed:
     cpu_seconds: float = 0.0  # executor CPU of landing it: reading the source, writing the interval (and rows set aside)
     bytes_read: int = 0  # bytes the landing read from the source's files
     open_files: list[str] | None = None  # files read that hold rows of later intervals (None: every file is read)
+    linked: bool = False  # its folder links the source's files (no __tp column) rather than holding written rows
 
     def to_json(self) -> dict[str, Any]:
         out = {"rows": self.rows, "deletions": self.deletions, "late": self.late, "rejected": self.rejected,
                "null_arrival": self.null_arrival, "absent_deletions": self.absent_deletions,
                "check_cpu_seconds": self.check_cpu_seconds, "cpu_seconds": self.cpu_seconds,
-               "bytes_read": self.bytes_read, "new_files": len(self.new_files), "path": self.path}
+               "bytes_read": self.bytes_read, "new_files": len(self.new_files), "path": self.path,
+               **({"linked": True} if self.linked else {})}
         return {**out, "layout": self.layout.to_json()} if self.layout is not None else out
 
 
@@ -367,8 +376,19 @@ def null_arrival_rows(feed: Feed, source: DataFrame, new_files: set[str]) -> Dat
 def read_landed(spark: SparkSession, schema: StructType, folders: Sequence[str]) -> DataFrame:
     """The rows of landed ``folders`` with the landing's columns. Their files are found
     recursively, without partition discovery: a folder laid out in buckets
-    (:mod:`tempura.runtime.layout`) adds no column, and reads beside one that is not."""
-    return spark.read.schema(schema).option("recursiveFileLookup", "true").parquet(*folders)
+    (:mod:`tempura.runtime.layout`) adds no column, and reads beside one that is not. A linked
+    interval's files (the source's own) hold no ``__tp``: :func:`with_interval` names it."""
+    return with_interval(spark.read.schema(schema).option("recursiveFileLookup", "true").parquet(*folders))
+
+
+def with_interval(frame: DataFrame) -> DataFrame:
+    """``frame``, rows of landed folders, with ``__tp`` of the rows of linked intervals (the
+    source's files, which hold no such column) taken from their folder's name, ``i=NNN``. A
+    written interval's rows keep their own: the name is only parsed where ``__tp`` is NULL."""
+    from pyspark.sql import functions as F
+
+    folder = F.regexp_extract(F.col("_metadata.file_path"), r".*/i=(\d+)/", 1).cast("int")
+    return frame.withColumn(TP, F.coalesce(F.col(TP), folder))
 
 
 def landed_rows(spark: SparkSession, schema: StructType, folders: Sequence[str], history: Sequence[str] = ()) -> DataFrame:
@@ -409,4 +429,4 @@ def landed_schema(feed: Feed, source_schema: StructType, keep: Collection[str] |
 
 
 __all__ = ["FILE", "OP", "TP", "Feed", "Landed", "check_schema", "file_schemas", "interval_rows", "landed_schema",
-           "landed_rows", "landing_data", "read_landed", "null_arrival_rows", "read_source"]
+           "landed_rows", "landing_data", "read_landed", "null_arrival_rows", "read_source", "with_interval"]

@@ -1076,6 +1076,10 @@ class Runner:
         new_paths = {f[0] for f in new}
         values = cycle.points.values
         origin = self.spec.origin(name, cycle)
+        if self._linkable(feed, layout, read, new_paths):
+            linked = self._link_interval(cycle, index, name, feed, schema, raw, new, stored)
+            if linked is not None:
+                return linked, WorkMetrics()
         counted = None  # the counts observed on the pass that writes the interval: only the write reads it
         observed_raw = raw
         if feed.arrival_column is not None and feed.op_column is None:
@@ -1161,6 +1165,67 @@ class Runner:
                 self.files.delete(target)
                 self.files.rename(staging, target)
         return land, checked
+
+    def _linkable(self, feed: Feed, layout: Layout | None, read: Sequence[str] | None, new_paths: set[str]) -> bool:
+        """Whether interval's landing may link the new files instead of writing their rows: an
+        append-only parquet source's files, read as they are (no reader options), not laid out by
+        a key, with new files and no file of an earlier interval still open. A simulated cycle's
+        files, staged at once, hold every interval's rows: it writes its intervals."""
+        if self.simulate or layout is not None or not new_paths or feed.deletes or feed.table is not None:
+            return False
+        if feed.format != "parquet" or feed.options:
+            return False
+        return feed.arrival_column is None or (read is not None and set(read) <= new_paths)
+
+    def _link_interval(self, cycle: Cycle, index: int, name: str, feed: Feed, schema: StructType, raw: DataFrame,
+                       new: Sequence[tuple[str, int, int]], stored: TableStats | None) -> Landed | None:
+        """Land interval ``index`` of source ``name`` by linking its new files, when one pass over
+        them (counting their rows, sketching them for the statistics) finds that every row
+        arrives in the interval; ``None`` when one does not (a late row, a row of a later interval,
+        or one without an arrival), and the interval is written instead."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType as Struct
+
+        label, values = cycle.label, cycle.points.values
+        paths = sorted(f[0] for f in new)
+        columns = Struct([f for f in raw.schema.fields if f.name != FILE])
+        frame = read_source(self.spark, feed, paths=paths, columns=columns)
+        counted = Observation(f"tempura_linking_{name}")
+        counts = [F.count(F.lit(1)).alias("rows")]
+        if feed.arrival_column is not None:
+            arrival = F.col(quote_identifier(feed.arrival_column))
+            start = values[index - 2] if index > 1 else self.spec.origin(name, cycle)
+            outside = arrival > _time_literal(values[index - 1])
+            if start is not None:
+                outside = outside | (arrival <= _time_literal(start))
+            counts.append(F.count(F.when(outside | arrival.isNull(), F.lit(1))).alias("outside"))
+            first = [] if stored is not None else self._interval_conditions(name, cycle)
+            counts += [F.count(F.when(inside, F.lit(1))).alias(f"in{j}") for j, inside in enumerate(first)]
+        frame = self._observe_sketch(name, schema, frame.observe(counted, *counts), set(paths), False, stored,
+                                     only_new=True)
+        with self.meter.measure(f"read new files of {name}") as pass_:
+            frame.select(F.lit(1).alias("one")).write.format("noop").mode("overwrite").save()
+        found = counted.get
+        if int(found.get("outside") or 0):
+            self._observed.pop(name, None)  # the written interval's pass sketches it again
+            return None
+        pending = self.store.pending(label) / "landing" / name
+        self.files.delete(pending)
+        self.files.link(paths, pending)
+        reached("landing", index)
+        self.lock.check()  # a run that lost its lock puts nothing in place
+        final = self.store.landing_interval(label, name, index)
+        self.files.rename(pending, final)
+        reached("landed", index)
+        land = Landed(name, index, int(found.get("rows") or 0), 0, new_files=list(new), path=uri(final),
+                      cpu_seconds=pass_.cpu_seconds, bytes_read=pass_.bytes_in, linked=True)
+        if "in0" in found:
+            held = [int(found.get(f"in{j}") or 0) for j in range(cycle.points.k)]
+            self._first_counts[name] = {"cycle": label, "rows": held, "deletions": [0] * len(held)}
+        if feed.arrival_column is not None:
+            land.open_files = []  # every row of the files read has landed
+        return land
 
     def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new_paths: set[str],
                         deletes: bool, stored: TableStats | None, only_new: bool = False) -> DataFrame:

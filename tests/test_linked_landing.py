@@ -1,0 +1,175 @@
+"""Linked landings, on Spark, by the clock: an interval that is exactly the new files of an
+append-only parquet source is landed by hard links to them, not by writing its rows again, and
+every method's delivery is still ``spark.sql`` over its snapshot. A source file removed after its
+interval landed changes nothing; a file holding a late row, or rows of a later interval, makes its
+interval a written one; a run killed while linking is finished by the next."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import faults
+from tempura.runtime import compare_results
+from tempura.scheduler import load_spec
+from tempura.scheduler.runner import Runner
+
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
+
+SPEC = """
+name: linked
+query: |
+  SELECT category, SUM(price) AS revenue, COUNT(*) AS orders, MAX(price) AS top
+  FROM sales WHERE price > 5 GROUP BY category
+sources:
+  sales: {path: data/sales, format: parquet, arrival: {column: arrived_at}}
+schedule: {start: "2026-11-22T00:00:00", every: 6h, points: 4, deliver: every}
+objective: {preset: deadline}
+late: reject
+cost: {stage: 0.01}
+"""
+START = dt.datetime(2026, 11, 22)
+PER_INTERVAL = 400
+
+
+def rows(spark: Any, first: int, count: int, hours: float) -> Any:
+    """``count`` orders from id ``first``, arriving evenly over 6 hours from ``START + hours``."""
+    return spark.range(first, first + count).selectExpr(
+        "concat('o', id) AS o_id", "concat('c', CAST(pmod(hash(id), 5) AS STRING)) AS category",
+        "CAST(1 + pmod(hash(id, 2), 40) AS BIGINT) AS price",
+        f"TIMESTAMP '{START}' + make_interval(0, 0, 0, 0, 0, 0, CAST({hours * 3600} + (id - {first} + 0.5) * "
+        f"{6 * 3600 / count} AS INT)) AS arrived_at")
+
+
+def put(frame: Any, folder: Path, name: str) -> Path:
+    """``frame`` written as one parquet file ``folder/name.parquet``."""
+    staging = folder.parent / f".staging-{name}"
+    frame.coalesce(1).write.mode("overwrite").parquet(str(staging))
+    part = next(staging.glob("*.parquet"))
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{name}.parquet"
+    shutil.move(str(part), target)
+    shutil.rmtree(staging)
+    return target
+
+
+def reference(spark: Any, everything: Path, index: int) -> list[tuple[Any, ...]]:
+    end = START + dt.timedelta(hours=6 * index)
+    spark.read.parquet(str(everything)).where(
+        f"arrived_at > TIMESTAMP '{START}' AND arrived_at <= TIMESTAMP '{end}'").createOrReplaceTempView("sales")
+    query = SPEC.split("query: |", 1)[1].split("sources:", 1)[0]
+    return [tuple(r) for r in spark.sql(query).collect()]
+
+
+def run_point(spark: Any, folder: Path, index: int, method: str) -> Any:
+    runner = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", method)
+    done = runner.run_due(now=START + dt.timedelta(hours=6 * index))
+    assert [r.index for r in done] == [index]
+    return done[0]
+
+
+def check(spark: Any, everything: Path, result: Any) -> None:
+    got = [tuple(r) for r in spark.read.parquet(result.delivered).collect()]
+    outcome = compare_results(reference(spark, everything, result.index), got)
+    assert outcome.equal, f"t{result.index}: {outcome.reason}"
+
+
+def job(tmp_path: Path) -> tuple[Path, Path]:
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "spec.yaml").write_text(SPEC)
+    return folder, folder / "data" / "sales"
+
+
+@pytest.mark.parametrize("method", ["ivm", "streaming", "batch"])
+def test_whole_new_files_are_linked_and_every_delivery_is_the_reference(method: str, spark: Any, tmp_path: Path) -> None:
+    """Each interval's file arrives at its time point: the interval's folder holds a hard link to
+    it (the same file), the manifest says so, the landing's pass read the new rows once, and
+    the delivery at every point is the reference; a source file removed after it landed (its
+    link keeps its bytes) changes no later delivery."""
+    folder, data = job(tmp_path)
+    everything = tmp_path / "everything"
+    for index in range(1, 5):
+        frame = rows(spark, (index - 1) * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+        frame.write.mode("append").parquet(str(everything))
+        source = put(frame, data, f"i{index}")
+        result = run_point(spark, folder, index, method)
+        check(spark, everything, result)
+        landed = result.manifest["landed"]["sales"]
+        assert landed["linked"] is True and landed["rows"] == PER_INTERVAL, landed
+        assert result.manifest["run"]["work"]["landing"]["rows_in"] == PER_INTERVAL
+        folder_files = [p for p in Path(landed["path"].removeprefix("file://")).iterdir() if p.suffix == ".parquet"]
+        assert len(folder_files) == 1 and os.path.samefile(folder_files[0], source)
+        if index == 2:
+            (data / "i1.parquet").unlink()  # upstream retention: the landed interval keeps its link
+
+
+def test_a_file_with_a_late_row_is_written_and_the_late_row_set_aside(spark: Any, tmp_path: Path) -> None:
+    """Interval 2's file holds a row arriving in interval 1 (late, ``late: reject``): interval 2
+    is written, not linked, and its late row is set aside; intervals 1, 3 and 4 are linked."""
+    folder, data = job(tmp_path)
+    everything = tmp_path / "everything"
+    for index in range(1, 5):
+        frame = rows(spark, (index - 1) * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+        frame.write.mode("append").parquet(str(everything))
+        if index == 2:  # one row arriving at 01:00, in interval 1, found only now
+            frame = frame.unionByName(rows(spark, 10_000, 1, 1))
+        put(frame, data, f"i{index}")
+        result = run_point(spark, folder, index, "ivm")
+        check(spark, everything, result)
+        landed = result.manifest["landed"]["sales"]
+        assert landed.get("linked", False) is (index != 2), (index, landed)
+        assert landed["rejected"] == (1 if index == 2 else 0) and landed["rows"] == PER_INTERVAL
+
+
+def test_a_file_holding_rows_of_a_later_interval_is_written_and_read_again(spark: Any, tmp_path: Path) -> None:
+    """Interval 1's file holds interval 2's rows too: interval 1 is written (its file stays open),
+    and so is interval 2, which reads the open file with its own; interval 3's new file alone is
+    linked."""
+    folder, data = job(tmp_path)
+    everything = tmp_path / "everything"
+    both = rows(spark, 0, 2 * PER_INTERVAL, 0).selectExpr(
+        "o_id", "category", "price", f"TIMESTAMP '{START}' + (arrived_at - TIMESTAMP '{START}') * 2 AS arrived_at")
+    both.write.mode("append").parquet(str(everything))
+    put(both, data, "i1")
+    linked = []
+    for index in range(1, 5):
+        if index >= 3:
+            frame = rows(spark, index * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+            frame.write.mode("append").parquet(str(everything))
+            put(frame, data, f"i{index}")
+        result = run_point(spark, folder, index, "ivm")
+        check(spark, everything, result)
+        linked.append(result.manifest["landed"]["sales"].get("linked", False))
+    assert linked == [False, False, True, True]
+
+
+def test_a_run_killed_while_linking_is_finished_by_the_next(spark: Any, tmp_path: Path) -> None:
+    """``kill -9`` with interval 2's links made under the pending folder, not yet in place: the
+    next run lands interval 2 again and delivers the reference at t2."""
+    folder, data = job(tmp_path)
+    (folder / "spec.yaml").write_text(SPEC + f"spark: {json.dumps(faults.SHORT_LIVED_SPARK)}\n")
+    everything = tmp_path / "everything"
+    args = ["run", str(folder / "spec.yaml"), "--method", "ivm", "--workdir", str(folder / "work")]
+    for index in (1, 2):
+        frame = rows(spark, (index - 1) * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+        frame.write.mode("append").parquet(str(everything))
+        put(frame, data, f"i{index}")
+        if index == 1:
+            first = faults.run_in_process([*args, "--now", (START + dt.timedelta(hours=6)).isoformat()])
+            assert first.code == 0, first.last_lines()
+    dead = faults.run_subprocess([*args, "--now", (START + dt.timedelta(hours=12)).isoformat()], "landing@t2")
+    assert dead.code == -9, dead.last_lines()
+    again = faults.run_in_process([*args, "--now", (START + dt.timedelta(hours=12)).isoformat()])
+    assert again.code == 0 and not again.exception, again.last_lines()
+    manifest = json.loads(next((folder / "work").rglob("t002.json")).read_text())
+    assert manifest["landed"]["sales"]["linked"] is True
+    got = [tuple(r) for r in spark.read.parquet(manifest["delivered"]).collect()]
+    outcome = compare_results(reference(spark, everything, 2), got)
+    assert outcome.equal, outcome.reason
