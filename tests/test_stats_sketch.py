@@ -89,3 +89,25 @@ def test_round_trip_through_json(spark: Any) -> None:
     stats = sketch.to_stats(spark)
     stored = TableStats.from_json({**stats.to_json(), "sketch": sketch.to_json()})
     assert stored.sketch is not None and TableSketch.from_json(stored.sketch) == sketch
+
+
+def test_columns_outside_the_distributions_keep_counts_and_range_only(spark: Any) -> None:
+    """A column the query does not compare rows on gets no distinct count nor histogram, but its
+    counts, nulls and range; merged with a sketch that has them, its distinct count is unknown
+    (never the one part's), while merged with a sketch of no rows it keeps them."""
+    part, _ = collect_sketch(frame(spark, 0, 1000), COLUMNS, ["a"], distributions={"cat", "day"})
+    stats = part.to_stats(spark)
+    truth = exact(spark, frame(spark, 0, 1000))
+    assert stats.columns["cat"].ndv == pytest.approx(truth["d_cat"], rel=0.05)
+    assert stats.columns["day"].histogram is not None
+    for name in ("id", "price", "at", "q"):
+        assert stats.columns[name].ndv is None and stats.columns[name].histogram is None, name
+    assert stats.columns["price"].min == truth["lo_price"] and stats.columns["price"].max == truth["hi_price"]
+    assert stats.columns["cat"].nulls == truth["z_cat"]
+    whole, _ = collect_sketch(frame(spark, 1000, 2000), COLUMNS, ["b"])
+    merged = part.merged(whole, spark).to_stats(spark)
+    assert merged.columns["price"].ndv is None and merged.columns["cat"].ndv is not None
+    assert merged.columns["price"].max == exact(spark, frame(spark, 0, 2000))["hi_price"]
+    empty, _ = collect_sketch(frame(spark, 0, 0), COLUMNS, ["c"], distributions=set())
+    kept = whole.merged(empty, spark).to_stats(spark)
+    assert kept.columns["price"].ndv == whole.to_stats(spark).columns["price"].ndv

@@ -692,6 +692,16 @@ class Runner:
         """The columns of source ``name`` its statistics sketch: those its landing keeps."""
         return {f.name.lower(): f.dataType.simpleString() for f in schema.fields if f.name not in (TP, OP, FILE)}
 
+    def _distribution_columns(self, name: str) -> set[str]:
+        """The columns of source ``name`` whose distinct values and quantiles its statistics
+        sketch: those the query's estimates compare rows on, and the key columns the spec
+        declares on it (:mod:`tempura.stats.needs`); the other kept columns get counts and ranges."""
+        from tempura.stats.needs import compared_columns
+
+        out = {column for table, column in compared_columns(self.prepared().query.plan) if table == name}
+        out.update(column for rule in self.spec.key_rules() for source, column in rule.columns if source == name)
+        return out
+
     def _first_statistics(self) -> None:
         """Sketch, in one pass over its files, each source the job has no statistics of (its first
         collection; :mod:`tempura.stats.sketch`); from then on its landings keep them."""
@@ -716,7 +726,7 @@ class Runner:
                     deleted = F.coalesce(F.col(quote_identifier(feed.op_column)).isin(list(feed.delete_values)), F.lit(False))
                 cycle = self._planning_cycle or self.spec.cycle(0)
                 intervals = self._interval_conditions(name, cycle) if cycle is not None else []
-                sketch, counts = collect_sketch(raw, columns, files, deleted, intervals)
+                sketch, counts = collect_sketch(raw, columns, files, deleted, intervals, self._distribution_columns(name))
                 arrival = None
                 if intervals and cycle is not None:
                     arrival = {"cycle": cycle.label, "rows": [r for r, _ in counts], "deletions": [d for _, d in counts]}
@@ -1244,7 +1254,8 @@ class Runner:
             return rows
         everyone = only_new and set(fresh) == new_paths and not deletes  # no row to tell apart
         observed = ObservedSketch(self._sketched_columns(name, schema), fresh, keep=None if everyone else F.col(SKETCHED),
-                                  deleted=F.col(OP) == "D" if deletes else None)
+                                  deleted=F.col(OP) == "D" if deletes else None,
+                                  distributions=self._distribution_columns(name))
         self._observed[name] = observed
         return observed.attach(rows if everyone else rows.withColumn(SKETCHED, F.col(FILE).isin(fresh)))
 

@@ -32,7 +32,7 @@ import base64
 import datetime as dt
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
 from tempura.sql.names import quote_identifier
 from tempura.stats.model import ORDERABLE, ColumnStats, Histogram, HistogramBin, Kind, TableStats, kind_of, step_of
@@ -140,8 +140,8 @@ class TableSketch:
                 a.type_name, a.count + b.count, a.nulls + b.nulls, a.deleted_nulls + b.deleted_nulls,
                 _pick(min, a.min, b.min), _pick(max, a.max, b.max), a.length_sum + b.length_sum,
                 _pick(max, a.max_len, b.max_len),
-                bytes(folded[f"hll{i}"]) if f"hll{i}" in folded else a.hll or b.hll,
-                bytes(folded[f"kll{i}"]) if f"kll{i}" in folded else a.kll or b.kll)
+                bytes(folded[f"hll{i}"]) if f"hll{i}" in folded else _lone(a, b, "hll"),
+                bytes(folded[f"kll{i}"]) if f"kll{i}" in folded else _lone(a, b, "kll"))
         return TableSketch(self.inserted + other.inserted, self.deleted + other.deleted, columns,
                            self.files | other.files)
 
@@ -184,6 +184,18 @@ class TableSketch:
                           sketch=self.to_json())
 
 
+def _lone(a: ColumnSketch, b: ColumnSketch, what: str) -> bytes | None:
+    """The one sketch ``what`` of two columns' where only one has it: kept when the other covers
+    no value (a sketch of nothing), else unknown (a column sketched for counts and range only, by
+    :func:`sketch_columns`'s ``distributions``, has no distinct values to merge with)."""
+    x, y = getattr(a, what), getattr(b, what)
+    if x is not None and y is None:
+        return x if b.count == 0 else None
+    if y is not None and x is None:
+        return y if a.count == 0 else None
+    return None
+
+
 def _pick(choose: Any, a: float | None, b: float | None) -> float | None:
     values = [v for v in (a, b) if v is not None]
     return choose(values) if values else None
@@ -222,10 +234,14 @@ def _ordered(column: Column, kind: Kind) -> Column | None:
     return None
 
 
-def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, deleted: Column | None = None) -> list[Column]:
+def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, deleted: Column | None = None,
+                   distributions: Collection[str] | None = None) -> list[Column]:
     """The aggregate that sketches ``columns`` (name: Spark type) over the rows ``keep`` selects
     (all when ``None``); ``deleted``: the condition of a deletion among them (a change feed's
-    ``D`` rows), counted apart and left out of the sketches. Without either, no row is tested."""
+    ``D`` rows), counted apart and left out of the sketches. Without either, no row is tested.
+    ``distributions``: the columns whose distinct values and quantiles are sketched (all when
+    ``None``); the others get their counts, range and lengths only
+    (:func:`tempura.stats.needs.compared_columns` says which a query's estimates read)."""
     from pyspark.sql import functions as F
 
     kept = keep if keep is not None else F.lit(True)
@@ -246,18 +262,20 @@ def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, delet
                                   F.lit(1))).alias(f"z{i}"))
         out.append((F.count(F.when(kept & deleted & column.isNull(), F.lit(1))) if deleted is not None
                     else F.lit(0)).alias(f"y{i}"))
-        if type_name.lower() in ("int", "integer", "bigint", "long", "string"):
-            distinct = column
-        elif type_name.lower() in ("smallint", "tinyint", "short", "byte"):
-            distinct = column.cast("int")
-        else:  # every other type by its hash (a NULL hashes too: kept out below)
-            distinct = F.when(column.isNotNull(), F.xxhash64(column))
-        out.append(F.hll_sketch_agg(only(distinct), HLL_LG_K).alias(f"h{i}"))
         ordered = _ordered(column, kind)
         if ordered is not None:
             out.append(F.min(value).alias(f"lo{i}"))
             out.append(F.max(value).alias(f"hi{i}"))
-            out.append(F.kll_sketch_agg_double(only(ordered)).alias(f"k{i}"))
+        if distributions is None or name in distributions:
+            if type_name.lower() in ("int", "integer", "bigint", "long", "string"):
+                distinct = column
+            elif type_name.lower() in ("smallint", "tinyint", "short", "byte"):
+                distinct = column.cast("int")
+            else:  # every other type by its hash (a NULL hashes too: kept out below)
+                distinct = F.when(column.isNotNull(), F.xxhash64(column))
+            out.append(F.hll_sketch_agg(only(distinct), HLL_LG_K).alias(f"h{i}"))
+            if ordered is not None:
+                out.append(F.kll_sketch_agg_double(only(ordered)).alias(f"k{i}"))
         if kind == "string":
             out.append(F.sum(F.octet_length(value)).alias(f"ls{i}"))
             out.append(F.max(F.octet_length(value)).alias(f"lm{i}"))
@@ -288,8 +306,8 @@ def read_sketch(values: Mapping[str, Any], columns: Mapping[str, str], files: It
 
 
 def collect_sketch(frame: DataFrame, columns: Mapping[str, str], files: Iterable[str] = (),
-                   deleted: Column | None = None, intervals: Sequence[Column] = ()
-                   ) -> tuple[TableSketch, list[tuple[int, int]]]:
+                   deleted: Column | None = None, intervals: Sequence[Column] = (),
+                   distributions: Collection[str] | None = None) -> tuple[TableSketch, list[tuple[int, int]]]:
     """The sketch of ``frame``'s ``columns`` in one aggregate pass (a source's first collection);
     and, in the same pass, the rows and deletions matching each of ``intervals`` (conditions)."""
     from pyspark.sql import functions as F
@@ -298,7 +316,7 @@ def collect_sketch(frame: DataFrame, columns: Mapping[str, str], files: Iterable
     for i, inside in enumerate(intervals):
         counts.append(F.count(F.when(inside, F.lit(1))).alias(f"__in{i}"))
         counts.append((F.count(F.when(inside & deleted, F.lit(1))) if deleted is not None else F.lit(0)).alias(f"__del{i}"))
-    row = frame.agg(*sketch_columns(columns, deleted=deleted), *counts).collect()[0].asDict()
+    row = frame.agg(*sketch_columns(columns, deleted=deleted, distributions=distributions), *counts).collect()[0].asDict()
     found = [(int(row[f"__in{i}"] or 0), int(row[f"__del{i}"] or 0)) for i in range(len(intervals))]
     return read_sketch(row, columns, files), found
 
@@ -308,16 +326,17 @@ class ObservedSketch:
     frame as an observation; after the write, :meth:`result` reads it."""
 
     def __init__(self, columns: Mapping[str, str], files: Iterable[str], keep: Column | None = None,
-                 deleted: Column | None = None) -> None:
+                 deleted: Column | None = None, distributions: Collection[str] | None = None) -> None:
         from pyspark.sql import Observation
 
         self.columns = dict(columns)
         self.files = frozenset(files)
         self.keep, self.deleted = keep, deleted
+        self.distributions = distributions
         self.observation = Observation("tempura_sketch")
 
     def attach(self, frame: DataFrame) -> DataFrame:
-        return frame.observe(self.observation, *sketch_columns(self.columns, self.keep, self.deleted))
+        return frame.observe(self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions))
 
     def result(self) -> TableSketch:
         return read_sketch(self.observation.get, self.columns, self.files)
