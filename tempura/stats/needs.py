@@ -75,10 +75,10 @@ def _lineage(plan: LogicalPlan, compared: set[tuple[str, str]]) -> Lineage:
             out[call.field.name] = _behind(below, used)
         return out
     if isinstance(plan, Window):
-        for call in plan.calls:
-            compare(columns_in(call.call))
+        for window in plan.calls:
+            compare(columns_in(window.call))
         out = dict(below)
-        out.update({call.field.name: _behind(below, columns_in(call.call)) for call in plan.calls})
+        out.update({window.field.name: _behind(below, columns_in(window.call)) for window in plan.calls})
         return out
     if isinstance(plan, Sort):
         for key in plan.keys:
