@@ -59,7 +59,7 @@ from tempura.scheduler.history import history_at
 from tempura.scheduler.plan_cache import PlanCache
 from tempura.scheduler.planning import (Forecast, Prepared, expected_empty, expected_interval, for_cycle, job_folder,
                                         output_mode, plan_spec, prepare_job)
-from tempura.stats.sketch import ObservedSketch, TableSketch, collect_sketch
+from tempura.stats.sketch import ObservedSketch, Sample, TableSketch, collect_sketch
 from tempura.stats.store import StatsCatalog, StatsStore, file_state
 from tempura.scheduler.calibration import for_job
 from tempura.scheduler.reoptimize import NOTICEABLE
@@ -175,6 +175,7 @@ class Runner:
         self._source_schemas: dict[str, StructType] = {}  # each source's own columns, as its last landing read them
         self._forecasts: dict[tuple[str, int], dict[str, float]] = {}  # per time point, the rows forecast per source
         self._observed: dict[str, ObservedSketch] = {}  # per source, the sketch its landing observes
+        self._listed: dict[str, dict[str, int]] = {}  # per source, its files and their sizes as its landing listed them
         self._planning_seconds = 0.0  # the wall time the time point under way spent planning
         self._planning_cycle: Cycle | None = None  # the cycle of the time point under way
         self._first_counts: dict[str, dict[str, Any]] = {}  # per source, a first landing's rows per interval
@@ -1070,6 +1071,7 @@ class Runner:
         label = cycle.label
         seen = set((previous or {}).get("seen_files", {}).get(name, []))
         files = self.files.data_files(feed.location)
+        self._listed[name] = {f[0]: f[1] for f in files}
         new = [f for f in files if f[0] not in seen]
         # A typed format's files were each checked against the recorded columns (names and
         # types): read with those, Spark reads no footer to find them again.
@@ -1237,6 +1239,14 @@ class Runner:
             land.open_files = []  # every row of the files read has landed
         return land
 
+    def _expected_rows(self, name: str, files: Sequence[str], stored: TableStats | None) -> float:
+        """About how many rows ``files`` of source ``name`` hold: their bytes at the rows per
+        byte of the files the statistics ``stored`` cover (0 without them)."""
+        if stored is None or stored.file_bytes <= 0:
+            return 0.0
+        sizes = self._listed.get(name, {})
+        return stored.rows / stored.file_bytes * float(sum(sizes.get(f, 0) for f in files))
+
     def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new_paths: set[str],
                         deletes: bool, stored: TableStats | None, only_new: bool = False) -> DataFrame:
         """``rows`` with the sketch of those from files the source's statistics (``stored``) do
@@ -1255,7 +1265,8 @@ class Runner:
         everyone = only_new and set(fresh) == new_paths and not deletes  # no row to tell apart
         observed = ObservedSketch(self._sketched_columns(name, schema), fresh, keep=None if everyone else F.col(SKETCHED),
                                   deleted=F.col(OP) == "D" if deletes else None,
-                                  distributions=self._distribution_columns(name))
+                                  distributions=self._distribution_columns(name),
+                                  sample=Sample.for_rows(self._expected_rows(name, fresh, stored), stored))
         self._observed[name] = observed
         return observed.attach(rows if everyone else rows.withColumn(SKETCHED, F.col(FILE).isin(fresh)))
 

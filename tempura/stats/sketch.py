@@ -235,13 +235,15 @@ def _ordered(column: Column, kind: Kind) -> Column | None:
 
 
 def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, deleted: Column | None = None,
-                   distributions: Collection[str] | None = None) -> list[Column]:
+                   distributions: Collection[str] | None = None, sample: Sample | None = None) -> list[Column]:
     """The aggregate that sketches ``columns`` (name: Spark type) over the rows ``keep`` selects
     (all when ``None``); ``deleted``: the condition of a deletion among them (a change feed's
     ``D`` rows), counted apart and left out of the sketches. Without either, no row is tested.
     ``distributions``: the columns whose distinct values and quantiles are sketched (all when
     ``None``); the others get their counts, range and lengths only
-    (:func:`tempura.stats.needs.compared_columns` says which a query's estimates read)."""
+    (:func:`tempura.stats.needs.compared_columns` says which a query's estimates read).
+    ``sample``: the quantiles, and the distinct values of its columns of few values, are
+    sketched over a random share of the rows only (:class:`Sample`); counts and ranges never."""
     from pyspark.sql import functions as F
 
     kept = keep if keep is not None else F.lit(True)
@@ -273,13 +275,58 @@ def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, delet
                 distinct = column.cast("int")
             else:  # every other type by its hash (a NULL hashes too: kept out below)
                 distinct = F.when(column.isNotNull(), F.xxhash64(column))
+            drawn = sample.drawn() if sample is not None else None
+            if drawn is not None and sample is not None and name in sample.few:
+                distinct = F.when(drawn, distinct)
             out.append(F.hll_sketch_agg(only(distinct), HLL_LG_K).alias(f"h{i}"))
             if ordered is not None:
-                out.append(F.kll_sketch_agg_double(only(ordered)).alias(f"k{i}"))
+                out.append(F.kll_sketch_agg_double(only(F.when(drawn, ordered) if drawn is not None else ordered))
+                           .alias(f"k{i}"))
         if kind == "string":
             out.append(F.sum(F.octet_length(value)).alias(f"ls{i}"))
             out.append(F.max(F.octet_length(value)).alias(f"lm{i}"))
     return out
+
+
+SAMPLE_ROWS = 65_536  # rows a sampled sketch draws: quantiles within about 0.4%, below the KLL sketch's own error
+FEW_VALUES = 0.01  # a column "of few values": distinct values at most this share of the rows
+DRAWN = "__drawn"  # whether a row is in a sketch's sample
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A random share ``fraction`` of a sketch's rows, over which quantiles are sketched, and
+    the distinct values of the columns ``few``: those the statistics so far found few values
+    in (at most :data:`FEW_VALUES` of the rows). A sample of :data:`SAMPLE_ROWS` rows sees every
+    value that one row in 10,000 holds, with a chance of missing it below 0.2%; a column of
+    many values (a key) is sketched over every row, as a sample would undercount it."""
+
+    fraction: float
+    few: frozenset[str] = frozenset()
+    seed: int = 7
+
+    def drawn(self) -> Column | None:
+        """Whether a row is in the sample (``None``: every row is): the column :meth:`draw` adds."""
+        from pyspark.sql import functions as F
+
+        return None if self.fraction >= 1.0 else F.col(DRAWN)
+
+    def draw(self, frame: DataFrame) -> DataFrame:
+        """``frame`` with the column :meth:`drawn` reads. It is drawn in a projection of its own:
+        a random number is not an expression Spark lets an observation evaluate."""
+        from pyspark.sql import functions as F
+
+        return frame if self.fraction >= 1.0 else frame.withColumn(DRAWN, F.rand(self.seed) < F.lit(self.fraction))
+
+    @classmethod
+    def for_rows(cls, expected: float, stats: TableStats | None) -> Sample | None:
+        """The sample for a sketch of about ``expected`` rows of a source whose statistics so
+        far are ``stats``; ``None`` when every row is sketched (few rows, or no statistics)."""
+        if stats is None or expected <= SAMPLE_ROWS:
+            return None
+        few = frozenset(name for name, c in stats.columns.items()
+                        if c.ndv is not None and stats.rows > 0 and c.ndv <= FEW_VALUES * stats.rows)
+        return cls(SAMPLE_ROWS / expected, few)
 
 
 def read_sketch(values: Mapping[str, Any], columns: Mapping[str, str], files: Iterable[str] = ()) -> TableSketch:
@@ -326,17 +373,22 @@ class ObservedSketch:
     frame as an observation; after the write, :meth:`result` reads it."""
 
     def __init__(self, columns: Mapping[str, str], files: Iterable[str], keep: Column | None = None,
-                 deleted: Column | None = None, distributions: Collection[str] | None = None) -> None:
+                 deleted: Column | None = None, distributions: Collection[str] | None = None,
+                 sample: Sample | None = None) -> None:
         from pyspark.sql import Observation
 
         self.columns = dict(columns)
         self.files = frozenset(files)
         self.keep, self.deleted = keep, deleted
-        self.distributions = distributions
+        self.distributions, self.sample = distributions, sample
         self.observation = Observation("tempura_sketch")
 
     def attach(self, frame: DataFrame) -> DataFrame:
-        return frame.observe(self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions))
+        if self.sample is None:
+            return frame.observe(self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions))
+        observed = self.sample.draw(frame).observe(
+            self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions, self.sample))
+        return observed.drop(DRAWN) if DRAWN in observed.columns else observed
 
     def result(self) -> TableSketch:
         return read_sketch(self.observation.get, self.columns, self.files)
