@@ -22,18 +22,13 @@ from tempura.scheduler.runner import Runner
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("fast_spark")]
 
-SPEC = """
-name: linked
-query: |
-  SELECT category, SUM(price) AS revenue, COUNT(*) AS orders, MAX(price) AS top
-  FROM sales WHERE price > 5 GROUP BY category
-sources:
-  sales: {path: data/sales, format: parquet, arrival: {column: arrived_at}}
-schedule: {start: "2026-11-22T00:00:00", every: 6h, points: 4, deliver: every}
-objective: {preset: deadline}
-late: reject
-cost: {stage: 0.01}
-"""
+QUERY = ("SELECT category, SUM(price) AS revenue, COUNT(*) AS orders, MAX(price) AS top FROM sales WHERE price > 5 "
+         "GROUP BY category")
+SPEC = "\n".join([
+    "name: linked", f"query: {QUERY}",
+    "sources: {sales: {path: data/sales, format: parquet, arrival: {column: arrived_at}}}",
+    'schedule: {start: "2026-11-22T00:00:00", every: 6h, points: 4, deliver: every}',
+    "objective: {preset: deadline}", "late: reject", "cost: {stage: 0.01}", ""])
 START = dt.datetime(2026, 11, 22)
 PER_INTERVAL = 400
 
@@ -63,8 +58,7 @@ def reference(spark: Any, everything: Path, index: int) -> list[tuple[Any, ...]]
     end = START + dt.timedelta(hours=6 * index)
     spark.read.parquet(str(everything)).where(
         f"arrived_at > TIMESTAMP '{START}' AND arrived_at <= TIMESTAMP '{end}'").createOrReplaceTempView("sales")
-    query = SPEC.split("query: |", 1)[1].split("sources:", 1)[0]
-    return [tuple(r) for r in spark.sql(query).collect()]
+    return [tuple(r) for r in spark.sql(QUERY).collect()]
 
 
 def run_point(spark: Any, folder: Path, index: int, method: str) -> Any:
