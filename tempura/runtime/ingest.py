@@ -42,6 +42,7 @@ feed's interval is checked before it lands as well (:mod:`tempura.runtime.change
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
@@ -374,11 +375,35 @@ def null_arrival_rows(feed: Feed, source: DataFrame, new_files: set[str]) -> Dat
 
 
 def read_landed(spark: SparkSession, schema: StructType, folders: Sequence[str]) -> DataFrame:
-    """The rows of landed ``folders`` with the landing's columns. Their files are found
-    recursively, without partition discovery: a folder laid out in buckets
-    (:mod:`tempura.runtime.layout`) adds no column, and reads beside one that is not. A linked
-    interval's files (the source's own) hold no ``__tp``: :func:`with_interval` names it."""
-    return with_interval(spark.read.schema(schema).option("recursiveFileLookup", "true").parquet(*folders))
+    """The rows of landed ``folders`` (or of some of their files) with the landing's columns.
+    Their files are found recursively, without partition discovery: a folder laid out in
+    buckets (:mod:`tempura.runtime.layout`) adds no column, and reads beside one that is not.
+
+    A linked interval's files (the source's own) hold no ``__tp``. Each interval's paths are
+    read apart, its ``__tp`` filled in from its folder's name as a constant, and the reads are
+    unioned: no row parses a path. Paths that name no interval, or more intervals than
+    :data:`APART` (a union that wide costs more to plan than parsing costs), are read in one scan
+    through :func:`with_interval`."""
+    import functools
+
+    from pyspark.sql import functions as F
+
+    reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
+    by_interval: dict[int, list[str]] = {}
+    for path in folders:
+        found = _INTERVAL_FOLDER.findall(str(path))
+        if not found:
+            return with_interval(reader.parquet(*folders))
+        by_interval.setdefault(int(found[-1]), []).append(str(path))
+    if not by_interval or len(by_interval) > APART:
+        return with_interval(reader.parquet(*folders))
+    parts = [reader.parquet(*paths).withColumn(TP, F.coalesce(F.col(TP), F.lit(index).cast("int")))
+             for index, paths in sorted(by_interval.items())]
+    return functools.reduce(lambda a, b: a.unionByName(b), parts)
+
+
+_INTERVAL_FOLDER = re.compile(r"/i=(\d+)(?=/|$)")  # a landed interval's folder in a path
+APART = 64  # at most this many intervals read apart (a union of one scan each)
 
 
 def with_interval(frame: DataFrame) -> DataFrame:
