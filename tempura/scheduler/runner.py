@@ -175,7 +175,6 @@ class Runner:
         self._source_schemas: dict[str, StructType] = {}  # each source's own columns, as its last landing read them
         self._forecasts: dict[tuple[str, int], dict[str, float]] = {}  # per time point, the rows forecast per source
         self._observed: dict[str, ObservedSketch] = {}  # per source, the sketch its landing observes
-        self._listed: dict[str, dict[str, int]] = {}  # per source, its files and their sizes as its landing listed them
         self._planning_seconds = 0.0  # the wall time the time point under way spent planning
         self._planning_cycle: Cycle | None = None  # the cycle of the time point under way
         self._first_counts: dict[str, dict[str, Any]] = {}  # per source, a first landing's rows per interval
@@ -1071,7 +1070,6 @@ class Runner:
         label = cycle.label
         seen = set((previous or {}).get("seen_files", {}).get(name, []))
         files = self.files.data_files(feed.location)
-        self._listed[name] = {f[0]: f[1] for f in files}
         new = [f for f in files if f[0] not in seen]
         # A typed format's files were each checked against the recorded columns (names and
         # types): read with those, Spark reads no footer to find them again.
@@ -1124,7 +1122,7 @@ class Runner:
                                                                        carried_history(previous))
                         earlier_rows = landed_rows(self.spark, schema, folders, history)
                 rows, absent = settle_deletions(feed, rows, earlier_rows, index)
-        rows = self._observe_sketch(name, schema, rows, new_paths, feed.deletes, stored,
+        rows = self._observe_sketch(name, schema, rows, new, feed.deletes, stored,
                                     only_new=read is not None and set(read) <= new_paths)
         written_counts = Observation(f"tempura_landed_{name}")
         rows = rows.observe(written_counts, F.count(F.lit(1)).alias("rows"),
@@ -1179,7 +1177,7 @@ class Runner:
         return land, checked
 
     def _linkable(self, feed: Feed, layout: Layout | None, read: Sequence[str] | None, new_paths: set[str]) -> bool:
-        """Whether interval's landing may link the new files instead of writing their rows: an
+        """Whether an interval's landing may link the new files instead of writing their rows: an
         append-only parquet source's files, read as they are (no reader options), not laid out by
         a key, with new files and no file of an earlier interval still open. A simulated cycle's
         files, staged at once, hold every interval's rows: it writes its intervals."""
@@ -1214,14 +1212,12 @@ class Runner:
             counts.append(F.count(F.when(outside | arrival.isNull(), F.lit(1))).alias("outside"))
             first = [] if stored is not None else self._interval_conditions(name, cycle)
             counts += [F.count(F.when(inside, F.lit(1))).alias(f"in{j}") for j, inside in enumerate(first)]
-        frame = self._observe_sketch(name, schema, frame.observe(counted, *counts), set(paths), False, stored,
-                                     only_new=True)
+        frame = self._observe_sketch(name, schema, frame.observe(counted, *counts), new, False, stored, only_new=True)
         with self.meter.measure(f"read new files of {name}") as pass_:
             frame.select(F.lit(1).alias("one")).write.format("noop").mode("overwrite").save()
         found = counted.get
         if int(found.get("outside") or 0):
-            self._observed.pop(name, None)  # the written interval's pass sketches it again
-            return None
+            return None  # written instead, on a pass that sketches the rows again
         pending = self.store.pending(label) / "landing" / name
         self.files.delete(pending)
         self.files.link(paths, pending)
@@ -1239,22 +1235,24 @@ class Runner:
             land.open_files = []  # every row of the files read has landed
         return land
 
-    def _expected_rows(self, name: str, files: Sequence[str], stored: TableStats | None) -> float:
-        """About how many rows ``files`` of source ``name`` hold: their bytes at the rows per
-        byte of the files the statistics ``stored`` cover (0 without them)."""
+    @staticmethod
+    def _expected_rows(files: Sequence[str], sizes: Mapping[str, int], stored: TableStats | None) -> float:
+        """About how many rows ``files`` (of ``sizes``, bytes by file) hold: their bytes at the
+        rows per byte of the files the statistics ``stored`` cover (0 without them)."""
         if stored is None or stored.file_bytes <= 0:
             return 0.0
-        sizes = self._listed.get(name, {})
         return stored.rows / stored.file_bytes * float(sum(sizes.get(f, 0) for f in files))
 
-    def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new_paths: set[str],
+    def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new: Sequence[tuple[str, int, int]],
                         deletes: bool, stored: TableStats | None, only_new: bool = False) -> DataFrame:
         """``rows`` with the sketch of those from files the source's statistics (``stored``) do
         not cover yet observed on them (when the job keeps the source's statistics from its
-        landings); ``only_new``: every row comes from a file first found now."""
+        landings); ``new``: the files first found now, with their sizes; ``only_new``: every row
+        comes from one of them."""
         from pyspark.sql import functions as F
 
         self._observed.pop(name, None)
+        new_paths = {f[0] for f in new}
         if FILE not in rows.columns or (stored is None and (self.simulate or not self._sketched_at_landing(self.feeds[name])))\
                 or (stored is not None and stored.sketch is None):
             return rows
@@ -1266,7 +1264,8 @@ class Runner:
         observed = ObservedSketch(self._sketched_columns(name, schema), fresh, keep=None if everyone else F.col(SKETCHED),
                                   deleted=F.col(OP) == "D" if deletes else None,
                                   distributions=self._distribution_columns(name),
-                                  sample=Sample.for_rows(self._expected_rows(name, fresh, stored), stored))
+                                  sample=Sample.for_rows(self._expected_rows(fresh, {f[0]: f[1] for f in new}, stored),
+                                                         stored))
         self._observed[name] = observed
         return observed.attach(rows if everyone else rows.withColumn(SKETCHED, F.col(FILE).isin(fresh)))
 

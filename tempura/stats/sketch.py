@@ -14,7 +14,10 @@ costs what the history costs, so a job's statistics are instead *maintained*:
 Per column the sketch holds counts, min and max, string lengths, a HyperLogLog sketch of its
 distinct values (Spark's ``hll_sketch_agg``, merged with ``hll_union``) and a KLL quantile
 sketch of an orderable column's values (``kll_sketch_agg_double``, merged with
-``kll_sketch_merge_double``), from which an equi-height histogram is read. Merging runs as a
+``kll_sketch_merge_double``), from which an equi-height histogram is read. The two sketches
+cover only the columns a query's estimates compare rows on (:mod:`tempura.stats.needs`), and a
+large interval's quantiles, and a column of few values' distinct values, are drawn from a
+sample (:class:`Sample`). Merging runs as a
 query over literals that Spark folds to constants: no job, no data read.
 
 **Deletions** (a change feed's ``D`` rows) adjust the counts exactly: the rows, and each
@@ -255,6 +258,7 @@ def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, delet
     out = [F.count(only(F.lit(1))).alias("__inserted")]
     out.append(F.count(F.when(kept & deleted, F.lit(1))).alias("__deleted") if deleted is not None
                else F.lit(0).alias("__deleted"))
+    drawn = sample.drawn() if sample is not None else None
     for i, (name, type_name) in enumerate(columns.items()):
         column = F.col(quote_identifier(name))
         kind = kind_of(type_name)
@@ -275,7 +279,6 @@ def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, delet
                 distinct = column.cast("int")
             else:  # every other type by its hash (a NULL hashes too: kept out below)
                 distinct = F.when(column.isNotNull(), F.xxhash64(column))
-            drawn = sample.drawn() if sample is not None else None
             if drawn is not None and sample is not None and name in sample.few:
                 distinct = F.when(drawn, distinct)
             out.append(F.hll_sketch_agg(only(distinct), HLL_LG_K).alias(f"h{i}"))
@@ -384,9 +387,8 @@ class ObservedSketch:
         self.observation = Observation("tempura_sketch")
 
     def attach(self, frame: DataFrame) -> DataFrame:
-        if self.sample is None:
-            return frame.observe(self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions))
-        observed = self.sample.draw(frame).observe(
+        drawn = self.sample.draw(frame) if self.sample is not None else frame
+        observed = drawn.observe(
             self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions, self.sample))
         return observed.drop(DRAWN) if DRAWN in observed.columns else observed
 
