@@ -15,7 +15,7 @@ from tempura.catalog import Catalog
 from tempura.cost import CostConstants, PlanCost
 from tempura.optimizer.explain import StatsExplainer
 from tempura.optimizer import Optimizer, PlannedQuery
-from tempura.runtime.executor import SparkPlanning
+from tempura.runtime.executor import SparkPlanning, analyzed_types
 from tempura.runtime.storage import location, storage_for
 from tempura.sql import parse_query, to_spark_sql
 from tempura.stats import Estimator, StatsCatalog, StatsStore
@@ -69,7 +69,8 @@ class Session:
     def plan(self, text: str) -> Query:
         """The bound logical plan of ``text``."""
         spark = self.spark if self.catalog.needs_spark_for_schemas else self._spark
-        return parse_query(text, self.catalog.schemas(spark), self.dialect)
+        describe = analyzed_types(spark) if spark is not None else None  # Spark types what sqlglot cannot, once it runs
+        return parse_query(text, self.catalog.schemas(spark), self.dialect, describe)
 
     def explain(self, text: str) -> str:
         """The printed logical plan of ``text``."""

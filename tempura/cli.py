@@ -1,6 +1,7 @@
 """The ``tempura`` command line: a thin layer over the Python API.
 
-User errors print one line (``error: …``) and exit with status 2.
+User errors print one line (``error: …``) and exit with status 2. tempura's own faults print one
+line (``internal error: …``) and exit with status 70.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Callable, TypeVar
 
 import click
 
-from tempura.errors import TempuraError
+from tempura.errors import InternalError, TempuraError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,8 +22,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 METHOD_CHOICES = ["auto", "batch", "ivm", "streaming", "ojv", "higher-order"]
 
 
+INTERNAL = 70
+"""The exit status of tempura's own fault (``EX_SOFTWARE``), apart from a user's error (2)."""
+
+
 def user_errors(fn: F) -> F:
-    """Report :class:`TempuraError` as one line on stderr and exit 2."""
+    """Report :class:`TempuraError` as one line on stderr and exit 2; :class:`InternalError` as
+    one line saying it is tempura's, and exit 70."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -31,8 +37,15 @@ def user_errors(fn: F) -> F:
         except TempuraError as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
+        except InternalError as error:
+            click.echo(internal_line(error), err=True)
+            sys.exit(INTERNAL)
 
     return wrapper  # type: ignore[return-value]
+
+
+def internal_line(error: InternalError) -> str:
+    return f"internal error: {error}; nothing was committed. Please report it with the spec."
 
 
 def _read_sql(sql: str) -> str:
@@ -344,9 +357,13 @@ def _each(specs: tuple[str, ...], select: tuple[str, ...], body: Callable[[Path]
         except TempuraError as error:
             click.echo(f"error: {error}", err=True)
             failed += 1
+        except InternalError as error:
+            click.echo(internal_line(error), err=True)
+            failed += 1
+            worst = max(worst, INTERNAL)
     if failed:
         click.echo(f"error: {failed} of {len(files)} spec(s) failed", err=True)
-        sys.exit(2)
+        sys.exit(max(2, worst))
     if worst:
         sys.exit(worst)
 

@@ -4,6 +4,9 @@ Every error a user can cause (bad SQL, an unsupported construct, a bad catalog o
 file) is a :class:`TempuraError`. Its message names the thing and where it is — file, line and
 column, or key — so the command line can print it as one line, without a stack trace from inside
 Spark or sqlglot.
+
+What goes wrong inside tempura itself is an :class:`InternalError`, not a :class:`TempuraError`:
+the command line says it is tempura's fault, and exits with another status.
 """
 
 from __future__ import annotations
@@ -42,3 +45,14 @@ class CatalogError(TempuraError):
 
 class ExecutionError(TempuraError):
     """Spark refused or failed to run what tempura planned, for a reason the user can act on."""
+
+
+class PlanRejected(ExecutionError):
+    """Spark's analyzer rejected the SQL of a plan. Where Spark accepted the user's query itself,
+    that is tempura's fault: the standing-query runner then raises :class:`InternalError`."""
+
+
+class InternalError(Exception):
+    """tempura went wrong, not what the user gave it: Spark rejected SQL tempura wrote for a query
+    Spark's analyzer accepts. The command line prints one line saying so and exits with status 70
+    (a bug to report, with the spec), apart from the user's errors (status 2)."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tempura.algebra import Query
-from tempura.errors import ExecutionError
+from tempura.errors import ExecutionError, InternalError, PlanRejected
 from tempura.runtime.executor import (BroadcastFallback, SparkPlanning, execute, run_with_fallback,
                                       spark_error_message)
 from tempura.runtime.faults import reached
@@ -262,7 +262,13 @@ class DurableExecutor:
             if progress is not None:
                 progress(fragment)
             reached("fragment", index)
-            run.fragments.append(self._fragment(plan, fragment, index, saved, run))
+            try:
+                run.fragments.append(self._fragment(plan, fragment, index, saved, run))
+            except PlanRejected as error:  # the query itself passed Spark's analyzer when it was planned
+                raise InternalError(f"t{index} of cycle {self.cycle}, fragment {fragment.id}: {error} "
+                                    "(tempura wrote SQL that Spark rejects for a query Spark accepts)") from None
+            except ExecutionError as error:
+                raise ExecutionError(f"t{index} of cycle {self.cycle}, fragment {fragment.id}: {error}") from None
         return run
 
     def _fragment(self, plan: MultiTimePlan, fragment: Fragment, index: int, saved: dict[str, SavedState],

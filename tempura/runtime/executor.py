@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from tempura.algebra import LogicalPlan, Query
-from tempura.errors import ExecutionError
+from tempura.errors import ExecutionError, PlanRejected
 from tempura.sql import to_spark_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 
 # Spark's rule-based optimizer moves joins too: it flattens inner joins and reorders them to avoid
@@ -151,7 +152,38 @@ def execute(
     try:
         return spark.sql(sql)
     except PySparkException as error:
-        raise ExecutionError(f"Spark rejected the plan: {spark_error_message(error)}") from None
+        raise PlanRejected(f"Spark rejected the plan: {spark_error_message(error)}") from None
+
+
+def analyzed_types(spark: SparkSession) -> Callable[[str], list[str] | None]:
+    """Spark's analyzer as :func:`tempura.sql.parse_query` asks it: the types of a query's output
+    columns (Spark's type strings), or ``None`` when Spark rejects the query. Analysis runs no
+    job."""
+    from pyspark.errors import PySparkException
+
+    def describe(sql: str) -> list[str] | None:
+        try:
+            return [f.dataType.simpleString() for f in spark.sql(sql).schema.fields]
+        except PySparkException:
+            return None
+
+    return describe
+
+
+def analyze_query(spark: SparkSession, sql: str, tables: Mapping[str, Mapping[str, str]]) -> StructType:
+    """Spark's analysis of ``sql`` (its output columns' names and types) over empty tables of the
+    columns ``tables`` gives, in a session of its own: its views leave the caller's untouched, and
+    it runs no job. Raises what Spark raises when it rejects the query."""
+    from tempura.sql.names import quote_identifier
+
+    session = spark.newSession()
+    for key, value in spark.conf.getAll.items():
+        if key.startswith("spark.sql.") and session.conf.isModifiable(key):
+            session.conf.set(key, value)  # the same SQL settings (ANSI mode, the time zone) as the caller's
+    for name, columns in tables.items():
+        ddl = ", ".join(f"{quote_identifier(c)} {t}" for c, t in columns.items())
+        session.createDataFrame([], ddl).createOrReplaceTempView(quote_identifier(name))
+    return session.sql(sql).schema
 
 
 def spark_errors() -> tuple[type[Exception], ...]:

@@ -28,6 +28,7 @@ from tempura.cost.vector import Objective
 from tempura.optimizer import AUTO_MARGIN, Arrival, Optimizer, Resume, plan_methods
 from tempura.optimizer.layouts import scans
 from tempura.mqo import BudgetError, MqoOptions
+from tempura.runtime.executor import analyze_query, analyzed_types, spark_error_message
 from tempura.runtime.storage import Location, as_location, storage_for
 from tempura.scheduler.reoptimize import (Measured, after_history, expected_rows, scaled_lookup, updated,
                                           with_lookahead)
@@ -415,6 +416,26 @@ def prepare_job(spec: Spec, stats_root: Location, spark: SparkSession | None = N
     return prepare(spec, spark, stats_root, meter=meter)
 
 
+def accepted_by_spark(spec: Spec, spark: SparkSession, schemas: Mapping[str, Mapping[str, str]], where: str) -> None:
+    """Spark's analyzer accepts the spec's query over its sources' columns, or the query is the
+    user's error: one line with Spark's reason, at its line and column in the query. (A plan of an
+    accepted query that Spark rejects is then tempura's fault.)"""
+    import sqlglot
+    from pyspark.errors import PySparkException
+
+    text = spec.sql if spec.dialect == "spark" else sqlglot.transpile(spec.sql, read=spec.dialect, write="spark")[0]
+    try:
+        analyze_query(spark, text, schemas)
+    except PySparkException as error:
+        contexts = error.getQueryContext() if spec.dialect == "spark" else []
+        line = column = None
+        if contexts and contexts[0].startIndex() >= 0:
+            before = text[:contexts[0].startIndex()]
+            line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        raise SqlError(f"{spec.path}: {where}: Spark rejects the query: {spark_error_message(error)}", line,
+                       column) from None
+
+
 def measured(meter: Meter | None, label: str, purpose: str) -> contextlib.AbstractContextManager[object]:
     """``meter``'s block of ``purpose`` (nothing without a meter)."""
     return meter.measure(label, purpose=purpose) if meter is not None else contextlib.nullcontext()
@@ -435,11 +456,13 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Locati
     with measured(meter, "the sources' columns", "schema"):
         all_schemas = catalog.schemas(spark)
     schemas = {t: {c: ty for c, ty in cols.items() if c not in hidden_columns(spec, t)} for t, cols in all_schemas.items()}
+    where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
     try:
-        query = parse_query(spec.sql, schemas, spec.dialect)
+        query = parse_query(spec.sql, schemas, spec.dialect, analyzed_types(spark) if spark is not None else None)
     except SqlError as error:
-        where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
         raise SqlError(f"{spec.path}: {where}: {error.detail}", error.line, error.column) from None
+    if spark is not None:
+        accepted_by_spark(spec, spark, schemas, where)
     root = as_location(workdir)
     stats = StatsCatalog(catalog, StatsStore(root, storage_for(root, spark)), all_schemas, spark, kept=kept_statistics)
     with measured(meter, "arrival of the sources", "arrival"):

@@ -18,10 +18,14 @@ from tempura.algebra import Query
 from tempura.sql.backend import to_spark_sql
 from tempura.sql.output_names import output_names
 from tempura.sql.parse import TableSchemas, parse_sql, qualify_tree
+from tempura.sql.settle import Describe, settle_types
 
 
-def parse_query(sql: str, schemas: TableSchemas, dialect: str = "spark") -> Query:
+def parse_query(sql: str, schemas: TableSchemas, dialect: str = "spark", describe: Describe | None = None) -> Query:
     """Bind ``sql`` (in sqlglot dialect ``dialect``) against table ``schemas`` into a plan.
+
+    With ``describe`` (Spark's analyzer, :func:`tempura.runtime.executor.analyzed_types`), the
+    columns sqlglot cannot type are typed as Spark types them (:func:`settle_types`).
 
     Raises :class:`~tempura.errors.SqlSyntaxError`, :class:`~tempura.errors.BindError` or
     :class:`~tempura.errors.UnsupportedQuery`, each located in the text.
@@ -33,7 +37,7 @@ def parse_query(sql: str, schemas: TableSchemas, dialect: str = "spark") -> Quer
     query = Binder(schemas, sql).bind(qualify_tree(parsed.copy(), schemas, sql, dialect))
     if names is not None and len(names) == len(query.names):
         query = dataclasses.replace(query, names=tuple(names))
-    return query
+    return query if describe is None else settle_types(query, describe)
 
 
-__all__ = ["TableSchemas", "parse_query", "to_spark_sql"]
+__all__ = ["Describe", "TableSchemas", "parse_query", "to_spark_sql"]

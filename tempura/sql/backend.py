@@ -34,6 +34,7 @@ from tempura.algebra import (
     substitute,
 )
 from tempura.algebra.operators import Except, Intersect, Union
+from tempura.algebra.schema import UNKNOWN_TYPE
 from tempura.sql.names import NameAllocator
 
 
@@ -177,6 +178,9 @@ class SparkSqlGenerator:
             block.where.append(exp.false())
             return block
         if not plan.rows:
+            untyped = [f.name for f in plan.fields if f.type == UNKNOWN_TYPE]
+            if untyped:  # the planner never makes one: an empty relation needs its columns' types
+                raise AssertionError(f"an empty relation with columns of unknown type: {', '.join(untyped)}")
             block = Block(columns={})
             block.set_select([(f.name, exp.cast(exp.null(), f.type)) for f in plan.fields])
             block.where.append(exp.false())

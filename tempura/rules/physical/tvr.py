@@ -44,7 +44,7 @@ import dataclasses
 import math
 from typing import Callable, Sequence
 
-from tempura.algebra import Join, LogicalPlan, Repeat, Values
+from tempura.algebra import UNKNOWN_TYPE, Join, LogicalPlan, Repeat, Values
 from tempura.cost.model import Cost
 from tempura.cost.operators import SparkCosts
 from tempura.cost.vector import CostVector, Objective
@@ -146,7 +146,7 @@ class TimedImplementer:
         out = [self._at(self._offering(a, probe), time) for a in self.inner.enforce(group, plain.at(0))]
         if required.is_any and self.keepable(group):
             out.extend(self._loads(group, time, probe))
-        if self.prover is not None and self.prover.empty(group.id):
+        if self.prover is not None and self.prover.empty(group.id) and self.typed(group):
             out.append(self._empty(group, plain))
         return out
 
@@ -298,6 +298,12 @@ class TimedImplementer:
         why = self.prover.why(group.id) if self.prover is not None else ""
         return Alternative(EMPTY, why, (), CostVector.zero(self.objective).with_rows(0.0),  # type: ignore[arg-type]
                            lambda _d: delivered, Values(tuple(group.schema.fields), ()), None, "empty")
+
+    @staticmethod
+    def typed(group: Group) -> bool:
+        """Whether every column of the group has a type: an empty relation is typed nulls, and a
+        column Spark's analyzer could not type either is computed from its inputs instead."""
+        return all(f.type != UNKNOWN_TYPE for f in group.schema.fields)
 
     @staticmethod
     def keepable(group: Group) -> bool:
