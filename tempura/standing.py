@@ -201,7 +201,7 @@ class StandingQuery:
         column is named with its position. A source whose columns need Spark to read (CSV or
         JSON without ``schema``, a URI, partition folders) leaves the query unbound, with a note."""
         from tempura.errors import SqlError
-        from tempura.scheduler.planning import hidden_columns
+        from tempura.scheduler.planning import hidden_columns, recompute_only
         from tempura.sql import parse_query
 
         problems = self.spec.missing_paths()
@@ -219,6 +219,14 @@ class StandingQuery:
                 except SqlError as error:
                     where = f"query_file {self.spec.model.query_file}" if self.spec.model.query_file else "query"
                     problems.append(str(SqlError(f"{self.path}: {where}: {error.detail}", error.line, error.column)))
+        try:
+            recomputed = recompute_only(self.spec)
+        except SqlError as error:
+            problems.append(str(error))
+        else:
+            if recomputed is not None:
+                notes.append(f"{recomputed}: recomputed at every time point (methods other than batch and auto "
+                             "are refused)")
         return Validation(self.spec, problems, notes)
 
     def plan(self, method: str = "auto", *, selector: str = "auto", output: str | None = None,

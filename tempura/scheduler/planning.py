@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from tempura.algebra import Query
+from tempura.algebra.rebuild import Rebuild
 from tempura.catalog import Catalog
 from tempura.errors import SqlError, TempuraError
 from tempura.cost.model import CostConstants
@@ -35,6 +36,8 @@ from tempura.scheduler.reoptimize import (Measured, after_history, expected_rows
 from tempura.scheduler.plan_cache import PlanCache, planning_key
 from tempura.scheduler.spec import Cycle, Spec
 from tempura.sql import parse_query
+from tempura.sql.clock import at_time, chance_calls, reads_clock, time_calls
+from tempura.sql.parse import offset_to_line_col
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 from tempura.tvr.arrival import ArrivalModel, SourceArrival, measure
 from tempura.tvr.bounds import ArrivalBounds, SourceBound
@@ -430,10 +433,46 @@ def accepted_by_spark(spec: Spec, spark: SparkSession, schemas: Mapping[str, Map
         contexts = error.getQueryContext() if spec.dialect == "spark" else []
         line = column = None
         if contexts and contexts[0].startIndex() >= 0:
-            before = text[:contexts[0].startIndex()]
-            line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+            line, column = offset_to_line_col(text, contexts[0].startIndex())
         raise SqlError(f"{spec.path}: {where}: Spark rejects the query: {spark_error_message(error)}", line,
                        column) from None
+
+
+def recompute_only(spec: Spec) -> str | None:
+    """Why the spec's query is recomputed at every time point, or ``None``: it reads the clock
+    (each time point's own time, :mod:`tempura.sql.clock`), or chance where the spec's
+    ``nondeterministic: recompute`` allows it. Chance the spec does not allow is an error naming
+    the call."""
+    chance = chance_calls(spec.sql, spec.dialect)
+    where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
+    if chance and spec.model.nondeterministic != "recompute":
+        first = chance[0]
+        raise SqlError(f"{spec.path}: {where}: {first.name}() gives another value at every run, so no result of the "
+                       "query can be maintained or checked (set nondeterministic: recompute in the spec to "
+                       "recompute it at every time point)", first.line, first.column)
+    clock = time_calls(spec.sql, spec.dialect)
+    if clock and not all(isinstance(v, dt.datetime) for v in spec.time_points().values):
+        raise SqlError(f"{spec.path}: {where}: {clock[0].name}() is the time point's time, but the schedule's time "
+                       "points are not timestamps", clock[0].line, clock[0].column)
+    reasons = []
+    if clock:
+        reasons.append(f"the query reads the clock ({', '.join(str(c) for c in clock)}), which is each time point's "
+                       "own time")
+    if chance:
+        reasons.append(f"the query reads chance ({', '.join(str(c) for c in chance)}), as nondeterministic: recompute "
+                       "allows")
+    return "; ".join(reasons) or None
+
+
+def clock_stopped(plan: MultiTimePlan) -> MultiTimePlan:
+    """``plan`` with the clock in each fragment stopped at the fragment's time point."""
+    fragments = []
+    for fragment in plan.fragments:
+        now = plan.time_points.values[fragment.time - 1]
+        assert isinstance(now, dt.datetime)
+        stop = Rebuild(expression=lambda e, now=now: at_time(e, now) if reads_clock(e) else e)  # type: ignore[misc]
+        fragments.append(stop.value(fragment))
+    return dataclasses.replace(plan, fragments=fragments)
 
 
 def measured(meter: Meter | None, label: str, purpose: str) -> contextlib.AbstractContextManager[object]:
@@ -594,12 +633,29 @@ def _plan_spec(prepared: Prepared, methods: list[str], disabled: Iterable[str], 
 
     if prepared.arrival.k != prepared.points.k:  # an endless cycle's points, not yet bound to its arrival
         prepared, _ = for_cycle(prepared, prepared.planned_cycle)
+    recomputed = recompute_only(spec)
+    asked = methods
+    if recomputed is not None:  # the query reads the clock, or chance: recomputed at every time point
+        refused = [m for m in methods if m not in ("auto", "batch")]
+        for method in refused:
+            failed[method] = TempuraError(f"{spec.path}: method {method}: {recomputed}; it is recomputed at every "
+                                          "time point (method batch, which auto takes)")
+        if len(refused) == len(methods):
+            raise failed[refused[0]]
+        asked = ["batch"]
     try:
         margin = AUTO_MARGIN if spec.margin is None else spec.margin
         plans = plan_methods(prepared.planner(constants), prepared.query, spec.sql, prepared.points, prepared.objective,
-                             methods, disabled, output, options, failed, resume, margin)
+                             asked, disabled, output, options, failed, resume, margin)
     except TempuraError as error:
         raise located(error, next(iter(failed), "auto")) from None
+    if recomputed is not None:
+        batch = plans.pop("batch", None)
+        if batch is not None:
+            batch = clock_stopped(batch)
+            batch.notes.append(f"{recomputed}: recomputed at every time point")
+            plans = {m: dataclasses.replace(batch, method=m) if m == "auto" else batch
+                     for m in methods if m in ("auto", "batch")}
     errors.update({method: located(error, method) for method, error in failed.items()})
     cycle = prepared.planned_cycle
     endless = []

@@ -13,6 +13,9 @@ landing:
 - change data: insertions minus deletions, interval by interval, a deletion of an absent row
   removing nothing under ``deletes: lenient`` (:func:`tempura.runtime.sources.source_snapshot`).
 
+The clock is at ``t_i`` too: ``current_timestamp()``, ``now()`` and ``current_date()`` are the time
+point's time (:mod:`tempura.sql.clock`).
+
 :class:`References` keeps each time point's reference rows once computed, for a caller that checks
 several runs of one spec over sources that do not change meanwhile: a simulation delivering
 changes (each time point's reference and the one before it), a benchmark's contenders, a test's
@@ -21,6 +24,7 @@ methods.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,12 +69,19 @@ def as_of(spark: SparkSession, spec: Spec, cycle: Cycle, index: int) -> dict[str
 
 
 def reference(spark: SparkSession, spec: Spec, cycle: Cycle, index: int) -> DataFrame:
-    """``spark.sql(spec.sql)`` over the sources as of ``t_index`` of ``cycle`` (the query
-    transpiled to Spark SQL by sqlglot when the spec's dialect is another)."""
+    """``spark.sql(spec.sql)`` over the sources as of ``t_index`` of ``cycle``, with the clock at
+    ``t_index`` (``now()`` is the time point's time, :mod:`tempura.sql.clock`); the query is
+    transpiled to Spark SQL by sqlglot when the spec's dialect is another."""
     import sqlglot
 
+    from tempura.sql.clock import sql_at_time, time_calls
+
     register_snapshots(spark, as_of(spark, spec, cycle, index), index)
-    text = spec.sql if spec.dialect == "spark" else sqlglot.transpile(spec.sql, read=spec.dialect, write="spark")[0]
+    now = cycle.time_points.values[index - 1]
+    if time_calls(spec.sql, spec.dialect) and isinstance(now, dt.datetime):
+        text = sql_at_time(spec.sql, spec.dialect, now)
+    else:
+        text = spec.sql if spec.dialect == "spark" else sqlglot.transpile(spec.sql, read=spec.dialect, write="spark")[0]
     return spark.sql(text)
 
 

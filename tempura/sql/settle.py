@@ -15,9 +15,10 @@ mention of the column, above and below.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Callable
 
 from tempura.algebra import LogicalPlan, Query, Scan, Values
+from tempura.algebra.rebuild import Rebuild
 from tempura.algebra.schema import UNKNOWN_TYPE, Field
 
 Describe = Callable[[str], "list[str] | None"]
@@ -57,7 +58,11 @@ def settle_types(query: Query, describe: Describe) -> Query:
                 settled[field.name] = type_
     if not settled:
         return query
-    return dataclasses.replace(query, plan=_Retype(settled).plan(query.plan))
+    def retyped(field: Field) -> Field:
+        type_ = settled.get(field.name)
+        return field if type_ is None or field.type != UNKNOWN_TYPE else Field(field.name, type_, field.nullable)
+
+    return dataclasses.replace(query, plan=Rebuild(field=retyped).value(query.plan))
 
 
 def _nodes(plan: LogicalPlan) -> list[LogicalPlan]:
@@ -87,42 +92,3 @@ def _without_tables(plan: LogicalPlan) -> LogicalPlan | None:
         return plan
     inputs = [_without_tables(child) for child in plan.inputs]
     return None if any(i is None for i in inputs) else plan.with_inputs(*inputs)  # type: ignore[arg-type]
-
-
-class _Retype:
-    """Rebuilds a plan with settled types on its fields, wherever they occur in its operators'
-    arguments (scan columns, projections, aggregate and window calls, set operations' fields)."""
-
-    def __init__(self, settled: dict[str, str]) -> None:
-        self.settled = settled
-        self.done: dict[int, Any] = {}
-
-    def plan(self, node: LogicalPlan) -> LogicalPlan:
-        result = self.value(node)
-        assert isinstance(result, LogicalPlan)
-        return result
-
-    def value(self, value: Any) -> Any:
-        known = self.done.get(id(value))
-        if known is not None:
-            return known
-        result = self._rebuilt(value)
-        self.done[id(value)] = result
-        return result
-
-    def _rebuilt(self, value: Any) -> Any:
-        if isinstance(value, Field):
-            type_ = self.settled.get(value.name)
-            return value if type_ is None or value.type != UNKNOWN_TYPE else Field(value.name, type_, value.nullable)
-        if isinstance(value, tuple):
-            items = tuple(self.value(v) for v in value)
-            return value if all(a is b for a, b in zip(items, value)) else items
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            changes = {}
-            for f in dataclasses.fields(value):
-                old = getattr(value, f.name)
-                new = self.value(old)
-                if new is not old:
-                    changes[f.name] = new
-            return dataclasses.replace(value, **changes) if changes else value
-        return value  # sqlglot expressions, names, enums, numbers

@@ -47,6 +47,9 @@ A spec names the query, its sources, the schedule and the objective::
                                       # the spec's folder, nor a source's, nor around either)
     max_catch_up: 1                   # how many cycles a normal run may catch up on (>= 1)
     allow_empty: false                # whether an empty delivery may replace a non-empty one
+    nondeterministic: refuse          # refuse | recompute: a query reading rand(), uuid(), ...
+                                      # (current_timestamp(), now() and current_date() are the
+                                      # time point's time: such a query is recomputed at every point)
 
 pydantic checks each key's shape (unknown keys are errors, with the closest known key
 suggested; a key given twice is an error); the rules that tie keys together (one query,

@@ -390,6 +390,9 @@ class SpecFile(_Strict):
     max_catch_up: Annotated[int, Field(ge=1, strict=True)] = 1
     """How many cycles a normal run may catch up on: when the wall clock finds more cycles due,
     the older ones are left to an explicit catch-up."""
+    nondeterministic: Literal["refuse", "recompute"] = "refuse"
+    """What a query that reads chance (``rand()``, ``uuid()``) gets: refused in one line naming the
+    call, or recomputed at every time point (its results then cannot be checked)."""
     allow_empty: Annotated[bool, Field(strict=True)] = False
     """Whether a delivery with no rows may replace one that has rows (``false``: it is an error,
     taken as a sign of missing input)."""
