@@ -433,7 +433,7 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
                 simulated = query.simulate(method)
                 results, skipped = simulated.results, 0
             elif daemon:
-                query.run_daemon(method, wait)
+                _daemon(query, method, wait)
                 return
             else:
                 outcome = query.run_due(now, since=since, method=method, wait=wait)
@@ -453,6 +453,27 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
         if len(spec_files(specs, select)) != 1:
             raise click.UsageError("--daemon follows one spec's clock: name one spec")
     _each(specs, select, one)
+
+
+def _daemon(query: Any, method: str, wait: float) -> None:
+    """``run --daemon``: the line of each time point as ``run`` prints it, as it is taken; a
+    failure's one line, then a retry; and one line when it stops (SIGTERM, SIGINT, or the
+    schedule's end)."""
+    from tempura.scheduler.stopping import Abandoned, Stopper
+
+    stopper = Stopper()
+    try:
+        with stopper.installed():
+            query.run_daemon(method, wait, stopper=stopper, on_point=lambda r: _echo_results([r]),
+                             on_failure=lambda error: click.echo(f"error: {error} (tried again later)", err=True))
+    except Abandoned as abandoned:
+        click.echo(f"stopped by {abandoned.signal_name}: the time point in flight was abandoned, and nothing of it "
+                   "committed; the next run takes it again")
+        return
+    if stopper.signal_name is not None:
+        click.echo(f"stopped by {stopper.signal_name}: every time point taken was committed")
+    else:
+        click.echo("stopped: the schedule has no time point left")
 
 
 def _timestamp(text: str | None, option: str) -> Any:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from tempura.scheduler.reference import References
     from tempura.scheduler.runner import PointResult, Runner
     from tempura.scheduler.simulation import MethodRun
+    from tempura.scheduler.stopping import Stopper
     from tempura.tvr.plan import MultiTimePlan
 
 DEFAULT_WORKDIR = ".tempura"
@@ -331,9 +332,18 @@ class StandingQuery:
         results = runner.run_due(now, since)
         return RunOutcome(results, runner.skipped)
 
-    def run_daemon(self, method: str = "auto", wait: float = 0.0) -> None:
-        """Run each time point when the clock reaches it, until the schedule ends."""
-        self.runner(method, wait=wait).daemon()
+    def run_daemon(self, method: str = "auto", wait: float = 0.0, *, stopper: Stopper | None = None,
+                   on_point: Callable[[PointResult], None] = lambda _r: None,
+                   on_failure: Callable[[TempuraError], None] | None = None) -> None:
+        """Run each time point when the clock reaches it, until the schedule ends or ``stopper``
+        is asked to stop (:mod:`tempura.scheduler.stopping`). ``on_point`` hears of each time
+        point as it is taken; a time point that fails goes to ``on_failure`` and is tried again
+        (without it, the failure ends the daemon)."""
+        if stopper is None:
+            self.runner(method, wait=wait).daemon(on_point=on_point, on_failure=on_failure)
+        else:
+            self.runner(method, wait=wait).daemon(stopper.sleep, stop=stopper.stopped, on_point=on_point,
+                                                  on_failure=on_failure)
 
     def simulate(self, method: str = "auto", *, check: bool = False, references: References | None = None
                  ) -> MethodRun:

@@ -250,16 +250,26 @@ class Runner:
                        and len(self.store.manifest_indices(label)) >= cycle.last)
         return max(0, first - complete)
 
-    def run_due(self, now: TimeValue | None = None, since: TimeValue | None = None) -> list[PointResult]:
+    def run_due(self, now: TimeValue | None = None, since: TimeValue | None = None,
+                on_point: Callable[[PointResult], None] | None = None,
+                stop: Callable[[], bool] | None = None) -> list[PointResult]:
         """Run every time point due by ``now`` (the wall clock; of a schedule of numbers, a
         number that must be given) and not committed, then return (``since``: catch up on every
-        cycle from the one under way then, past ``max_catch_up``)."""
+        cycle from the one under way then, past ``max_catch_up``). ``on_point`` hears of each
+        time point as it is taken; ``stop()``, asked before each, ends the run early."""
         with self.lock_held():
             due = self.due(now if now is not None else dt.datetime.now(), since)
             for label, chain in self._considered.items():  # a run that died after a commit left its clean-up
                 if chain and self.files.exists(self.store.pending(label)):
                     self._clean_after(label, len(chain), chain[-1])
-            return [self.run_point(cycle, index) for cycle, index in due]
+            results = []
+            for cycle, index in due:
+                if stop is not None and stop():
+                    break
+                results.append(self.run_point(cycle, index))
+                if on_point is not None:
+                    on_point(results[-1])
+            return results
 
     def repair(self, label: str | None = None, first: int | None = None) -> list[PointResult]:
         """Rebuild damaged cycles from the sources, from their last intact time point (or from
@@ -326,12 +336,25 @@ class Runner:
             self.lock.release()
 
     def daemon(self, sleep: Callable[[float], None] = time.sleep, now: Callable[[], dt.datetime] = dt.datetime.now,
-               stop: Callable[[], bool] = lambda: False) -> None:
-        """Run due time points, wait for the next one, and so on (until ``stop()``)."""
+               stop: Callable[[], bool] = lambda: False, on_point: Callable[[PointResult], None] = lambda _r: None,
+               on_failure: Callable[[TempuraError], None] | None = None, retry: float = 300.0) -> None:
+        """Run due time points, wait for the next one, and so on, until the schedule ends or
+        ``stop()``, which is asked between time points: one in flight is finished. ``on_point``
+        hears of each time point as it is taken. With ``on_failure``, a time point that fails
+        is reported there and tried again after ``retry`` seconds (or at the next time point, if
+        that is sooner); without it, the failure ends the daemon."""
         while not stop():
-            self.run_due(now())  # the lock is held while time points run, not while it sleeps
+            try:
+                self.run_due(now(), on_point=on_point, stop=stop)  # the lock is held while points run, not in sleep
+            except TempuraError as error:
+                if on_failure is None:
+                    raise
+                on_failure(error)
+                upcoming = self._next_time(now())
+                sleep(retry if upcoming is None else min(retry, max(1.0, (upcoming - now()).total_seconds())))
+                continue
             upcoming = self._next_time(now())
-            if upcoming is None:
+            if upcoming is None or stop():
                 return
             sleep(max(1.0, (upcoming - now()).total_seconds()))
 
