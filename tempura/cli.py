@@ -638,6 +638,7 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
             return
         if not history.runs:
             click.echo(f"{query.name}: no committed time point yet")
+            _echo_events(history.events)
             return
         table = Table(title=f"{query.name}: runs")
         for column in ("cycle", "t", "time", "method", "est. s", "cpu s", "wall s", "rows in", "landing cpu s",
@@ -681,9 +682,75 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
                                "" if f.get("stages") is None else str(f["stages"]), str(f["bytes_in"]),
                                str(f["bytes_out"]), f.get("fallback") or "")
             console.print(detail)
+        _echo_events(history.events)
         click.echo(history.calibration)
 
     _each(specs, select, one)
+
+
+EVENTS_SHOWN = 20  # the event log's last records ``history`` shows
+
+
+def _echo_events(events: list[dict[str, Any]]) -> None:
+    """The event log's last records: when, what came of the attempt, and its one line."""
+    if not events:
+        return
+    from rich.table import Table
+
+    table = Table(title=f"attempts (the last {min(len(events), EVENTS_SHOWN)} of {len(events)})")
+    for column in ("at", "outcome", "time point", "message"):
+        table.add_column(column)
+    for e in events[-EVENTS_SHOWN:]:
+        point = f"t{e['time_index']} ({e['time_value']})" if e.get("time_index") is not None else ""
+        table.add_row(str(e["at"])[:19].replace("T", " "), e["outcome"], point, e.get("message") or "")
+    _console().print(table)
+
+
+@main.command("status")
+@click.argument("specs", nargs=-1, type=click.Path(), metavar="[SPEC_OR_DIR...]")
+@select_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@job_workdir_option
+@user_errors
+def status_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, workdir: str) -> None:
+    """Where each job stands: its last committed time point and when, the next one due, its lag
+    behind the schedule, the method it ran, its last failure, and who holds its lock (the specs
+    under the current folder when none is named)."""
+    from rich.table import Table
+
+    from tempura.project import spec_files
+    from tempura.standing import StandingQuery
+
+    found = [StandingQuery(f.path, workdir).status() for f in spec_files(specs or (".",), select)]
+    if fmt == "json":
+        click.echo(json.dumps({"jobs": [s.to_json() for s in found]}, indent=2, default=str))
+        return
+    table = Table(title="standing queries")
+    for column in ("job", "last committed", "committed at", "method", "next", "lag", "last failure", "lock"):
+        table.add_column(column)
+    for s in found:
+        last = f"t{s.last['index']} ({s.last['time']})" if s.last else "none yet"
+        upcoming = "" if s.next is None else f"t{s.next['index']} ({s.next['time']})" + (" due" if s.next["due"] else "")
+        failure = ""
+        if s.last_failure is not None:
+            failure = (f"{str(s.last_failure['at'])[:19].replace('T', ' ')}: {s.last_failure['message']}"
+                       + (" (committed since)" if s.last_failure["recovered"] else ""))
+        table.add_row(s.name, last, str(s.last["committed_at"])[:19].replace("T", " ") if s.last else "",
+                      s.method or "", upcoming or "schedule done", _duration(s.lag_seconds), failure, s.lock or "free")
+    _console().print(table)
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as a user reads a lag: 0, 45 s, 12 min, 3.5 h, 2.0 d."""
+    if seconds <= 0:
+        return "0"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
 
 
 @main.command("submit-file")

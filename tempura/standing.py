@@ -19,6 +19,7 @@ drives lives in :mod:`tempura.scheduler`.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -133,6 +134,28 @@ class RunHistory:
     runs: list[dict[str, Any]]
     fragments: list[dict[str, Any]]
     calibration: str
+    events: list[dict[str, Any]] = field(default_factory=list)  # the event log: every attempt, oldest first
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class JobStatus:
+    """Where a job stands (``tempura status``): its last committed time point and when, the next
+    time point due, how far it lags behind the schedule, the method it ran, its last failure,
+    and who holds its lock."""
+
+    name: str
+    spec: str
+    job_folder: str
+    last: dict[str, Any] | None  # cycle, index, time, committed_at, method
+    next: dict[str, Any] | None  # cycle, index, time, due (whether the clock has passed it)
+    lag_seconds: float  # now minus the earliest uncommitted time point the clock has passed (0 if none)
+    method: str | None
+    last_failure: dict[str, Any] | None  # at, message, kind, and whether a commit came after it
+    lock: str | None
+    attempts: int  # records in the event log
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -306,11 +329,70 @@ class StandingQuery:
         history = history_at(path, read_only=True, storage=self._storage(path))
         runs = history.runs()
         fragments = history.fragments()
+        events = history.events()
         _, calibration = for_job(self.spec.cost_constants, self.spec.model.cost, self.workdir, path)
         stage = self.spec.cost_constants.stage
         words = (calibration.describe(stage) if calibration is not None
                  else f"stage cost set by the spec: {stage / 1e9:.3g} s per stage")
-        return RunHistory(runs, fragments, words)
+        return RunHistory(runs, fragments, words, events)
+
+    def status(self, now: dt.datetime | None = None) -> JobStatus:
+        """Where the job stands at ``now`` (the wall clock): read from its folder, without Spark
+        for a local workdir."""
+        from tempura.runtime.lock import LEASE, read_holder, stale
+        from tempura.runtime.lock import NAME as LOCK_NAME
+        from tempura.runtime.store import JobStore
+
+        clock = now or dt.datetime.now()
+        root = self.job_folder()
+        store = JobStore(root, storage=self._storage(root))
+        history = self.history()
+        committed = sorted((r for r in history.runs if r.get("committed_at")), key=lambda r: r["committed_at"])
+        last = None
+        if committed:
+            r = committed[-1]
+            last = {"cycle": r["cycle"], "index": r["time_index"], "time": r["time_value"],
+                    "committed_at": r["committed_at"], "method": r["method"]}
+        upcoming, lag = self._next_point(store, clock)
+        failures = [e for e in history.events if e["outcome"] == "failed"]
+        failure = None
+        if failures:
+            e = failures[-1]
+            later = any(x["outcome"] == "committed" and x["at"] > e["at"] for x in history.events)
+            failure = {"at": e["at"], "message": e["message"], "kind": (e.get("details") or {}).get("kind"),
+                       "time_index": e.get("time_index"), "recovered": later}
+        holder = read_holder(root / LOCK_NAME, store.storage)
+        lock = None if holder is None else holder.describe() + (" (stale)" if stale(holder, LEASE) else "")
+        return JobStatus(self.name, str(self.path), str(root), last, upcoming, lag,
+                         last["method"] if last else None, failure, lock, len(history.events))
+
+    def _next_point(self, store: Any, now: dt.datetime) -> tuple[dict[str, Any] | None, float]:
+        """The earliest time point not committed (in the cycles a run by the clock considers),
+        and how long ago the clock passed it (0 when it is still ahead)."""
+        from tempura.scheduler.spec import cycle_index_at
+
+        schedule = self.spec.model.schedule
+        if not isinstance(self.spec.time_points().values[0], dt.datetime):
+            return None, 0.0
+        under_way = cycle_index_at(schedule, now)
+        first = 0 if under_way is None else max(0, under_way - self.spec.max_catch_up)
+        n = first
+        while True:
+            cycle = self.spec.cycle(n)
+            if cycle is None:
+                return None, 0.0
+            done = set(store.manifest_indices(cycle.label))
+            for index in cycle.steps:
+                if index in done:
+                    continue
+                value = cycle.points.value(index)
+                if not isinstance(value, dt.datetime):
+                    return None, 0.0
+                lag = max(0.0, (now - value).total_seconds())
+                return {"cycle": cycle.label, "index": index, "time": str(value), "due": value <= now}, lag
+            n += 1
+            if n > first + 10_000:  # an endless schedule all committed far ahead: nothing to say
+                return None, 0.0
 
     # -- running ------------------------------------------------------------------------------
 

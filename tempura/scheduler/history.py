@@ -3,7 +3,7 @@
 and per adopted plan (``history/``) when it is at a URI (HDFS, an object store, ``file://``), where
 SQLite cannot write: it needs a local file with POSIX locks.
 
-Three tables:
+Four tables:
 
 - ``runs``: one row per committed time point — cycle, index, time value, method of the plan that
   ran, the plan's estimated cost at that time point, measured wall and executor CPU time of its
@@ -17,7 +17,11 @@ Three tables:
   for a fragment that ran another method than the one forced, why (``fallback``); and, for one
   whose reads of laid-out landings a probe pruned (:mod:`tempura.runtime.layout`), the bytes and
   buckets they read against the whole and the buckets the plan expected them to touch;
-- ``plans``: each plan the job adopted, with its cost vector and objective, and why.
+- ``plans``: each plan the job adopted, with its cost vector and objective, and why;
+- ``events``: the event log, one record per attempt (:data:`OUTCOMES`): a time point committed,
+  with its figures and plan change; a run refused or failed, with its one-line message; a run
+  that found nothing due, with when the next time point is. Written whether or not the run holds
+  the job's lock (as a document at a URI, ``history/events/<id>.json``).
 
 Rows are written in one transaction per committed time point, after its manifest: if the process
 dies in between, the next run (which finds the time point committed) writes them from the
@@ -103,6 +107,19 @@ CREATE TABLE IF NOT EXISTS fragments (
     row_constant REAL,
     PRIMARY KEY (cycle, time_index, fragment)
 );
+CREATE TABLE IF NOT EXISTS events (
+    event_id TEXT PRIMARY KEY,
+    at TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    cycle TEXT,
+    time_index INTEGER,
+    time_value TEXT,
+    method TEXT,
+    message TEXT,
+    details TEXT,
+    host TEXT,
+    pid INTEGER
+);
 CREATE TABLE IF NOT EXISTS plans (
     plan_id TEXT PRIMARY KEY,
     cycle TEXT NOT NULL,
@@ -121,6 +138,11 @@ RUN_COLUMNS = ("cycle", "time_index", "time_value", "committed_at", "mode", "met
                "plan_changed", "reason", "landing_cpu_seconds", "landing_bytes_read", "work", "planning_seconds",
                "run_wall_seconds", "forecast_rows", "landed_rows")
 JSON_COLUMNS = ("work", "forecast_rows", "landed_rows")  # runs columns that hold a JSON document
+EVENT_COLUMNS = ("event_id", "at", "outcome", "cycle", "time_index", "time_value", "method", "message", "details",
+                 "host", "pid")
+OUTCOMES = ("committed", "refused", "failed", "nothing due")
+"""What an attempt came to: a time point committed; the run refused (another holds the lock, a
+cycle too far back); a time point or the run failed; nothing was due."""
 PLAN_COLUMNS = ("plan_id", "cycle", "from_index", "method", "cost_vector", "objective", "reason", "created_at")
 FRAGMENT_COLUMNS = ("cycle", "time_index", "fragment", "method", "form", "output", "streaming", "estimated_rows",
                     "estimated_seconds", "rows_in", "rows_out", "wall_seconds", "cpu_seconds", "bytes_in", "bytes_out",
@@ -203,6 +225,11 @@ def fragment_rows(manifest: Mapping[str, Any]) -> list[tuple[Any, ...]]:
             for f in manifest["fragments"]]
 
 
+def event_row(event: Mapping[str, Any]) -> tuple[Any, ...]:
+    """An event's row: its columns in :data:`EVENT_COLUMNS` order, ``details`` as JSON."""
+    return tuple(json.dumps(event.get(c) or {}, default=str) if c == "details" else event.get(c) for c in EVENT_COLUMNS)
+
+
 def _insert(table: str, columns: Iterable[str]) -> str:
     names = list(columns)
     return f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
@@ -234,6 +261,20 @@ class History:
             db.execute(_insert("runs", RUN_COLUMNS), run_row(manifest))
             db.execute("DELETE FROM fragments WHERE cycle = ? AND time_index = ?", (manifest["cycle"], manifest["index"]))
             db.executemany(_insert("fragments", FRAGMENT_COLUMNS), fragment_rows(manifest))
+
+    def record_event(self, event: Mapping[str, Any]) -> None:
+        """Append one attempt's record to the event log (:data:`EVENT_COLUMNS`; ``details`` a
+        JSON document)."""
+        with closing(self._connect()) as db, db:
+            db.execute(_insert("events", EVENT_COLUMNS), event_row(event))
+
+    def events(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The event log, oldest first (the last ``limit`` records)."""
+        rows = self._rows("SELECT * FROM events ORDER BY at, event_id")
+        for row in rows:
+            if isinstance(row.get("details"), str):
+                row["details"] = json.loads(row["details"])
+        return rows[-limit:] if limit else rows
 
     def set_replan(self, cycle: str, index: int, changed: bool, reason: str) -> None:
         with closing(self._connect()) as db, db:
@@ -311,6 +352,9 @@ class DocumentHistory(History):
                     {"run": dict(zip(RUN_COLUMNS, run_row(manifest))),
                      "fragments": [dict(zip(FRAGMENT_COLUMNS, row)) for row in fragment_rows(manifest)]})
 
+    def record_event(self, event: Mapping[str, Any]) -> None:
+        self._write(self.folder / "events" / f"{event['event_id']}.json", dict(zip(EVENT_COLUMNS, event_row(event))))
+
     def set_replan(self, cycle: str, index: int, changed: bool, reason: str) -> None:
         where = self._run_document(cycle, index)
         text = self.storage.read_text(where)
@@ -336,8 +380,9 @@ class DocumentHistory(History):
         runs = self.folder / "runs"
         places = [(runs / cycle / name, "run") for cycle in self.storage.children(runs)
                   for name in self.storage.children(runs / cycle) if _DOCUMENT.fullmatch(name)]
-        places += [(self.folder / "plans" / name, "plan") for name in self.storage.children(self.folder / "plans")
-                   if name.endswith(".json") and not name.startswith(".")]
+        for folder, kind in (("plans", "plan"), ("events", "event")):
+            places += [(self.folder / folder / name, kind) for name in self.storage.children(self.folder / folder)
+                       if name.endswith(".json") and not name.startswith(".")]
         for where, kind in places:
             try:
                 text = self.storage.read_text(where)
@@ -354,6 +399,8 @@ class DocumentHistory(History):
             for document in self._documents():
                 if document["kind"] == "plan":
                     rows = [("plans", {k: v for k, v in document.items() if k in PLAN_COLUMNS})]
+                elif document["kind"] == "event":
+                    rows = [("events", {k: v for k, v in document.items() if k in EVENT_COLUMNS})]
                 else:
                     rows = [("runs", {k: v for k, v in document.get("run", {}).items() if k in RUN_COLUMNS})]
                     rows += [("fragments", {k: v for k, v in f.items() if k in FRAGMENT_COLUMNS})

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from tempura.catalog import table_files
-from tempura.errors import CatalogError, TempuraError
+from tempura.errors import CatalogError, InternalError, TempuraError
 from tempura.optimizer import CommittedState, Resume
 from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, TimePointRun, check_visible,
                                      write_frame)
@@ -51,12 +51,13 @@ from tempura.runtime.faults import reached
 from tempura.runtime.sources import _time_literal
 from tempura.runtime.keys import violations
 from tempura.runtime.layout import PrunedRead, Pruning, probe_buckets, pruned_folders, write_laid_out
-from tempura.runtime.lock import JobLock
+from tempura.runtime.lock import JobLock, LockHeld
 from tempura.runtime.metrics import Meter, WorkMetrics
 from tempura.runtime.storage import Location, as_location
 from tempura.runtime.store import JobStore
 from tempura.scheduler.history import history_at
 from tempura.scheduler.plan_cache import PlanCache
+from tempura.scheduler.events import EventLog
 from tempura.scheduler.planning import (Forecast, Prepared, expected_empty, expected_interval, for_cycle, job_folder,
                                         output_mode, plan_spec, prepare_job)
 from tempura.stats.sketch import ObservedSketch, Sample, TableSketch, collect_sketch
@@ -168,6 +169,7 @@ class Runner:
         self.feeds = feeds(spec)
         self.progress = progress
         self.hook = hook if hook is not None else _load_hook(spec)
+        self.events = EventLog(self.history, method, _load_hook(spec, "on_failure"))
         self._prepared: Prepared | None = None
         self._plans: dict[tuple[str, int], MultiTimePlan] = {}
         self.first_plans: dict[tuple[str, int], MultiTimePlan] = {}  # each time point's plan before its landing
@@ -257,19 +259,37 @@ class Runner:
         number that must be given) and not committed, then return (``since``: catch up on every
         cycle from the one under way then, past ``max_catch_up``). ``on_point`` hears of each
         time point as it is taken; ``stop()``, asked before each, ends the run early."""
-        with self.lock_held():
-            due = self.due(now if now is not None else dt.datetime.now(), since)
-            for label, chain in self._considered.items():  # a run that died after a commit left its clean-up
-                if chain and self.files.exists(self.store.pending(label)):
-                    self._clean_after(label, len(chain), chain[-1])
-            results = []
-            for cycle, index in due:
-                if stop is not None and stop():
-                    break
-                results.append(self.run_point(cycle, index))
-                if on_point is not None:
-                    on_point(results[-1])
+        results: list[PointResult] = []
+        current: tuple[Cycle, int] | None = None  # the time point in flight
+        try:
+            with self.lock_held():
+                clock = now if now is not None else dt.datetime.now()
+                due = self.due(clock, since)
+                for label, chain in self._considered.items():  # a run that died after a commit left its clean-up
+                    if chain and self.files.exists(self.store.pending(label)):
+                        self._clean_after(label, len(chain), chain[-1])
+                for cycle, index in due:
+                    if stop is not None and stop():
+                        break
+                    current = (cycle, index)
+                    results.append(self.run_point(cycle, index))
+                    current = None
+                    self.events.committed(results[-1])
+                    if on_point is not None:
+                        on_point(results[-1])
+                if not due:
+                    self.events.nothing_due(self._next_time(clock) if isinstance(clock, dt.datetime) else None)
             return results
+        except LockHeld as error:
+            self.events.refused(error)
+            raise
+        except (TempuraError, InternalError) as error:
+            if current is None:
+                self.events.failed(error, isinstance(error, InternalError))
+            else:
+                self.events.failed(error, isinstance(error, InternalError), current[0].label, current[1],
+                                   current[0].points.value(current[1]))
+            raise
 
     def repair(self, label: str | None = None, first: int | None = None) -> list[PointResult]:
         """Rebuild damaged cycles from the sources, from their last intact time point (or from
@@ -1365,18 +1385,18 @@ def summary(spec: Spec, result: PointResult) -> dict[str, Any]:
     }
 
 
-def _load_hook(spec: Spec) -> Callable[[dict[str, Any]], None] | None:
-    target = spec.model.hooks.on_run
+def _load_hook(spec: Spec, name: str = "on_run") -> Callable[[dict[str, Any]], None] | None:
+    target = getattr(spec.model.hooks, name)
     if target is None:
         return None
     module_name, _, function = target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise RunError(f"{spec.path}: hooks.on_run: cannot import {module_name}: {error}") from None
+        raise RunError(f"{spec.path}: hooks.{name}: cannot import {module_name}: {error}") from None
     hook = getattr(module, function, None)
     if not callable(hook):
-        raise RunError(f"{spec.path}: hooks.on_run: {module_name} has no function {function}")
+        raise RunError(f"{spec.path}: hooks.{name}: {module_name} has no function {function}")
     return hook
 
 

@@ -365,9 +365,11 @@ def _hook_target(text: str) -> str:
 
 class HooksSpec(_Strict):
     """``hooks``: ``on_run`` names a function (``package.module:function``) called with each
-    committed time point's run summary."""
+    committed time point's run summary; ``on_failure`` one called with the event log's record of
+    each failed attempt (:mod:`tempura.scheduler.events`)."""
 
     on_run: Annotated[str, AfterValidator(_hook_target)] | None = None
+    on_failure: Annotated[str, AfterValidator(_hook_target)] | None = None
 
 
 class SpecFile(_Strict):
