@@ -40,6 +40,13 @@ def test_a_query_spark_rejects_is_the_users_error_at_its_position(spark: Any, tm
     accepted = prepare(load_spec(spec(tmp_path, "SELECT category, date_trunc('HOUR', sold_at) AS h FROM sales")),
                        spark, tmp_path / "work")
     assert [f.type for f in accepted.query.plan.schema.fields] == ["string", "timestamp"]
+    # the analysis ran in a session of its own, and the caller's is still the active one: Spark
+    # reads settings such as spark.sql.cbo.enabled from the active session as it plans
+    from pyspark.sql import SparkSession
+
+    assert SparkSession.getActiveSession() is spark
+    active = spark.sparkContext._jvm.org.apache.spark.sql.SparkSession.getActiveSession().get()
+    assert active.equals(spark._jsparkSession)
 
 
 def test_tempuras_own_fault_is_one_line_and_status_70() -> None:

@@ -174,16 +174,24 @@ def analyze_query(spark: SparkSession, sql: str, tables: Mapping[str, Mapping[st
     """Spark's analysis of ``sql`` (its output columns' names and types) over empty tables of the
     columns ``tables`` gives, in a session of its own: its views leave the caller's untouched, and
     it runs no job. Raises what Spark raises when it rejects the query."""
+    from pyspark.sql import SparkSession as Session
+
     from tempura.sql.names import quote_identifier
 
     session = spark.newSession()
-    for key, value in spark.conf.getAll.items():
-        if key.startswith("spark.sql.") and session.conf.isModifiable(key):
-            session.conf.set(key, value)  # the same SQL settings (ANSI mode, the time zone) as the caller's
-    for name, columns in tables.items():
-        ddl = ", ".join(f"{quote_identifier(c)} {t}" for c, t in columns.items())
-        session.createDataFrame([], ddl).createOrReplaceTempView(quote_identifier(name))
-    return session.sql(sql).schema
+    try:
+        for key, value in spark.conf.getAll.items():
+            if key.startswith("spark.sql.") and session.conf.isModifiable(key):
+                session.conf.set(key, value)  # the same SQL settings (ANSI mode, the time zone) as the caller's
+        for name, columns in tables.items():
+            nulls = ", ".join(f"CAST(NULL AS {t}) AS {quote_identifier(c)}" for c, t in columns.items())
+            session.sql(f"SELECT {nulls} WHERE FALSE").createOrReplaceTempView(quote_identifier(name))
+        return session.sql(sql).schema
+    finally:  # pyspark makes a session active as it builds frames: the caller's stays the active one
+        Session._activeSession = spark
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def spark_errors() -> tuple[type[Exception], ...]:
