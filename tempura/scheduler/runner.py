@@ -418,7 +418,7 @@ class Runner:
             self._find_sources()
             self.store.discard_uncommitted(label, index)
         with self.meter.measure(f"t{index}: new files' columns", purpose="schema"):
-            self._check_drift(previous)
+            self._check_drift(previous if previous is not None else self._last_commit_before(label))
         saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
         self._planning_cycle = cycle
         planning = time.perf_counter()
@@ -980,14 +980,35 @@ class Runner:
 
     def _check_drift(self, previous: dict[str, Any] | None) -> None:
         """Stop the time point before it plans (planning reads the sources) if a file first found
-        now has columns other than its source's: those the last commit recorded, or the source's
-        own at ``t_1``."""
+        now has columns other than its source's: those the last commit recorded (of this cycle,
+        or at a cycle's first time point the cycle before); before any commit, the declared
+        schema, else the oldest file's columns (a file that drifted is a newer one than those
+        it drifted from, whatever the order of their names)."""
         for name, feed in self.feeds.items():
             seen = set((previous or {}).get("seen_files", {}).get(name, []))
-            new = [f[0] for f in self.files.data_files(feed.location) if f[0] not in seen]
+            listed = sorted((f for f in self.files.data_files(feed.location) if f[0] not in seen),
+                            key=lambda f: (f[2], f[0]))  # oldest first
+            new = [f[0] for f in listed]
             found = file_schemas(self.spark, feed, new)  # every new file readable on its own, before the source whole
-            reference = self._recorded_columns(previous, name) or read_source(self.spark, feed).schema
+            reference = self._recorded_columns(previous, name)
+            if reference is None and feed.schema:
+                reference = read_source(self.spark, feed).schema  # the declared columns
+            if reference is None and new and new[0] in found:
+                reference = found[new[0]]
+            if reference is None:
+                reference = read_source(self.spark, feed).schema
             check_schema(feed, reference, found)
+
+    def _last_commit_before(self, label: str) -> dict[str, Any] | None:
+        """The last committed manifest of the cycles before ``label``, if any."""
+        for earlier in sorted((c for c in self.store.cycles() if c < label), reverse=True):
+            indices = self.store.manifest_indices(earlier)
+            if indices:
+                try:
+                    return self.store.chain(earlier)[-1]
+                except TempuraError:
+                    return None  # a damaged cycle: check and repair name it; the source's own columns stand
+        return None
 
     @staticmethod
     def _recorded(previous: dict[str, Any] | None, key: str, name: str) -> StructType | None:
