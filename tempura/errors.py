@@ -27,6 +27,15 @@ class SqlError(TempuraError):
         super().__init__(f"{message}{where}")
 
 
+    @classmethod
+    def located(cls, where: str, detail: str, line: int | None, column: int | None) -> SqlError:
+        """An error whose message already says where it is (``where``: a file and its line and
+        column), carrying that line and column."""
+        error = cls(f"{where}: {detail}")
+        error.line, error.column, error.detail = line, column, detail
+        return error
+
+
 class SqlSyntaxError(SqlError):
     """The SQL text does not parse."""
 

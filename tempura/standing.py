@@ -241,8 +241,7 @@ class StandingQuery:
                 try:
                     parse_query(self.spec.sql, visible, self.spec.dialect)
                 except SqlError as error:
-                    where = f"query_file {self.spec.model.query_file}" if self.spec.model.query_file else "query"
-                    problems.append(str(SqlError(f"{self.path}: {where}: {error.detail}", error.line, error.column)))
+                    problems.append(str(self.spec.sql_error(error.detail, error.line, error.column)))
         try:
             recomputed = recompute_only(self.spec)
         except SqlError as error:

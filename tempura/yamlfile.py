@@ -20,12 +20,22 @@ KeyPath = tuple[str | int, ...]
 
 
 class YamlDocument:
-    """A parsed YAML file plus the line of every key and item in it."""
+    """A parsed YAML file plus the line of every key and item in it, and where each scalar
+    value's text starts (:meth:`text_origin`)."""
 
-    def __init__(self, path: Path, data: Any, lines: dict[KeyPath, int]) -> None:
+    def __init__(self, path: Path, data: Any, lines: dict[KeyPath, int],
+                 origins: dict[KeyPath, tuple[int, int]] | None = None) -> None:
         self.path = path
         self.data = data
         self._lines = lines
+        self._origins = origins or {}
+
+    def text_origin(self, key_path: Sequence[str | int]) -> tuple[int, int] | None:
+        """Where the text of the scalar at ``key_path`` starts in the file, as (line, column),
+        both 1-based, when the text's own lines and columns map onto the file's one for one: a
+        literal block (``|``), or a plain or quoted scalar on one line. ``None`` otherwise (a
+        folded block, a scalar folded over lines)."""
+        return self._origins.get(tuple(key_path))
 
     def line_of(self, key_path: Sequence[str | int]) -> int | None:
         """Line (1-based) of the deepest prefix of ``key_path`` that the file contains."""
@@ -61,8 +71,24 @@ def key_text(key_path: Sequence[str | int]) -> str:
     return text
 
 
+def _origin(node: yaml.ScalarNode, text_lines: list[str]) -> tuple[int, int] | None:
+    """Where a scalar's text starts in the file, if its lines map onto the file's (see
+    :meth:`YamlDocument.text_origin`)."""
+    start, end = node.start_mark, node.end_mark
+    if node.style == "|":  # the indicator's line, then the content, indented as its first line is
+        for index in range(start.line + 1, min(end.line + 1, len(text_lines))):
+            line = text_lines[index]
+            if line.strip():  # the text's first line is the one after the indicator, blank or not
+                return start.line + 2, len(line) - len(line.lstrip(" ")) + 1
+        return None
+    if node.style in (None, "", "'", '"') and start.line == end.line:
+        return start.line + 1, start.column + 1 + (1 if node.style in ("'", '"') else 0)
+    return None
+
+
 def _collect_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int],
-                   duplicates: list[tuple[int, KeyPath, int]], within: frozenset[int] = frozenset()) -> None:
+                   duplicates: list[tuple[int, KeyPath, int]], within: frozenset[int] = frozenset(),
+                   origins: dict[KeyPath, tuple[int, int]] | None = None, text_lines: list[str] | None = None) -> None:
     """Record the line of every key and item under ``node``, and each key a mapping gives twice
     as ``(line, key path, first line)``. ``within``: the nodes above this one, so that an alias
     of a node inside itself is not walked forever."""
@@ -81,11 +107,15 @@ def _collect_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int],
                 else:
                     first[(key_node.tag, key)] = line
             lines[prefix + (key,)] = line
-            _collect_lines(value_node, prefix + (key,), lines, duplicates, within)
+            if origins is not None and text_lines is not None and isinstance(value_node, yaml.ScalarNode):
+                found = _origin(value_node, text_lines)
+                if found is not None:
+                    origins[prefix + (key,)] = found
+            _collect_lines(value_node, prefix + (key,), lines, duplicates, within, origins, text_lines)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             lines[prefix + (i,)] = item.start_mark.line + 1
-            _collect_lines(item, prefix + (i,), lines, duplicates, within)
+            _collect_lines(item, prefix + (i,), lines, duplicates, within, origins, text_lines)
 
 
 def load_yaml(path: str | Path, error: type[TempuraError]) -> YamlDocument:
@@ -107,9 +137,10 @@ def load_yaml(path: str | Path, error: type[TempuraError]) -> YamlDocument:
         raise error(f"{where}: invalid YAML: {problem}") from None
     lines: dict[KeyPath, int] = {}
     duplicates: list[tuple[int, KeyPath, int]] = []
+    origins: dict[KeyPath, tuple[int, int]] = {}
     if node is not None:
-        _collect_lines(node, (), lines, duplicates)
+        _collect_lines(node, (), lines, duplicates, origins=origins, text_lines=text.splitlines())
     if duplicates:
         line, key_path, first = min(duplicates, key=lambda found: found[0])
         raise error(f"{file}:{line}: {key_text(key_path)}: given twice (first at line {first})")
-    return YamlDocument(file, data, lines)
+    return YamlDocument(file, data, lines, origins)

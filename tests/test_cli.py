@@ -61,7 +61,8 @@ def test_explain_json_with_sql(catalog: Path, tmp_path: Path) -> None:
     [
         ("SELECT FROM WHERE", "error: syntax error"),
         ("SELECT x FROM nowhere", "error: unknown table 'nowhere'"),
-        ("SELECT n_name,\n nope FROM nation", "error: column 'nope' could not be resolved (line 2"),
+        ("SELECT n_name,\n nope FROM nation", "error: unknown column nope (line 2, column 2)"),
+        ("SELECT n_nme FROM nation", "error: unknown column n_nme; did you mean n_name? (line 1, column 8)"),
         ("SELECT n_name FROM nation WHERE RANK() OVER (ORDER BY n_name) = 1",
          "error: a window function is allowed only in SELECT and ORDER BY (line 1, column 33)"),
         ("SELECT COUNT(DISTINCT n_name) OVER () FROM nation", "error: unsupported: DISTINCT in a window function (line 1, column 8)"),

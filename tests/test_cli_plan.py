@@ -196,7 +196,8 @@ def test_errors_are_one_line(spec: Path, tmp_path: Path) -> None:
     bad.write_text(SPEC.replace("SUM(IF(cost IS NULL, price, -cost))", "SUM(nope)"), encoding="utf-8")
     result = CliRunner().invoke(main, ["plan", str(bad)])
     assert result.exit_code == 2
-    assert result.output.startswith(f"error: {bad}: query: column 'nope' could not be resolved")
+    # the position in the spec file: the query's fourth line, in a literal block indented by two
+    assert result.output.startswith(f"error: {bad}, line 6, column 24: query: unknown column nope"), result.output
     result = CliRunner().invoke(main, ["plan", str(spec), "--no-rule", "tvr-no-such-rule"])
     assert result.exit_code == 2 and "unknown rule(s): tvr-no-such-rule" in result.output
     result = CliRunner().invoke(main, ["plan", str(spec), "--state-budget", "lots"])

@@ -85,7 +85,8 @@ def test_an_incremental_method_is_refused_in_one_line(spark: Any, tmp_path: Path
     with pytest.raises(TempuraError) as raised:
         Runner(spec, spark, tmp_path / "work", "ivm", simulate=True).run_cycle()
     message = str(raised.value)
-    assert ("method ivm: the query reads the clock (current_date() (line 1, column 18), now() (line 2, column 17))"
+    # positions in the spec file: the query is a literal block from line 3, indented by two
+    assert ("method ivm: the query reads the clock (current_date() at line 3, column 20, now() at line 4, column 19)"
             in message), message
     assert "recomputed at every time point" in message and "\n" not in message
 
@@ -99,8 +100,8 @@ def test_validate_says_the_query_is_recomputed(tmp_path: Path) -> None:
         "price: int, sold_at: timestamp}\nschedule:\n  start: '2026-11-20T00:00:00'\n  every: 6h\n  points: 2\n")
     found = StandingQuery(tmp_path / "spec.yaml").validate()
     assert not found.problems, found.problems
-    assert query.index("now()") + 1 == 105
-    assert any("reads the clock (current_date() (line 1, column 18), now() (line 1, column 105))" in n
+    assert query.index("now()") + 1 == 105  # in the query; in the file, after "query: " on line 2
+    assert any("reads the clock (current_date() at line 2, column 25, now() at line 2, column 112)" in n
                and "recomputed at every time point" in n for n in found.notes), found.notes
 
 
@@ -116,7 +117,7 @@ def test_chance_is_refused_naming_the_call(tmp_path: Path) -> None:
     found = StandingQuery(tmp_path / "spec.yaml").validate()
     assert len(found.problems) == 1, found.problems
     assert "query: rand() gives another value at every run" in found.problems[0]
-    assert "nondeterministic: recompute" in found.problems[0] and f"(line 1, column {CHANCE.index('rand()') + 1})" in found.problems[0]
+    assert "nondeterministic: recompute" in found.problems[0] and f"line 2, column {CHANCE.index('rand()') + 8}: query: " in found.problems[0]
 
 
 @pytest.mark.spark

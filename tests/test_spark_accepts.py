@@ -1,5 +1,5 @@
 """Whose fault it is. A standing query is put to Spark's analyzer when it is planned: a query
-Spark rejects is the user's error, one line at its position in the query; a plan of an accepted
+Spark rejects is the user's error, one line at its position in the spec file; a plan of an accepted
 query that Spark then rejects is tempura's, said so in one line with the time point and fragment,
 and the command exits with status 70 instead of a user error's 2."""
 
@@ -34,8 +34,9 @@ def test_a_query_spark_rejects_is_the_users_error_at_its_position(spark: Any, tm
     with pytest.raises(SqlError) as raised:
         prepare(load_spec(path), spark, tmp_path / "work")
     message = str(raised.value)
-    assert message.startswith(f"{path}: query: Spark rejects the query: [DATATYPE_MISMATCH"), message
-    assert (raised.value.line, raised.value.column) == (1, 18)
+    # the query's column 18, in the spec file: a literal block from line 3, indented by two
+    assert message.startswith(f"{path}, line 3, column 20: query: Spark rejects the query: [DATATYPE_MISMATCH"), message
+    assert (raised.value.line, raised.value.column) == (3, 20)
     assert "\n" not in message
     accepted = prepare(load_spec(spec(tmp_path, "SELECT category, date_trunc('HOUR', sold_at) AS h FROM sales")),
                        spark, tmp_path / "work")

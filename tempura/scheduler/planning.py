@@ -36,7 +36,7 @@ from tempura.scheduler.reoptimize import (Measured, after_history, expected_rows
 from tempura.scheduler.plan_cache import PlanCache, planning_key
 from tempura.scheduler.spec import Cycle, Spec
 from tempura.sql import parse_query
-from tempura.sql.clock import at_time, chance_calls, reads_clock, time_calls
+from tempura.sql.clock import Call, at_time, chance_calls, reads_clock, time_calls
 from tempura.sql.parse import offset_to_line_col
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 from tempura.tvr.arrival import ArrivalModel, SourceArrival, measure
@@ -419,7 +419,7 @@ def prepare_job(spec: Spec, stats_root: Location, spark: SparkSession | None = N
     return prepare(spec, spark, stats_root, meter=meter)
 
 
-def accepted_by_spark(spec: Spec, spark: SparkSession, schemas: Mapping[str, Mapping[str, str]], where: str) -> None:
+def accepted_by_spark(spec: Spec, spark: SparkSession, schemas: Mapping[str, Mapping[str, str]]) -> None:
     """Spark's analyzer accepts the spec's query over its sources' columns, or the query is the
     user's error: one line with Spark's reason, at its line and column in the query. (A plan of an
     accepted query that Spark rejects is then tempura's fault.)"""
@@ -434,8 +434,7 @@ def accepted_by_spark(spec: Spec, spark: SparkSession, schemas: Mapping[str, Map
         line = column = None
         if contexts and contexts[0].startIndex() >= 0:
             line, column = offset_to_line_col(text, contexts[0].startIndex())
-        raise SqlError(f"{spec.path}: {where}: Spark rejects the query: {spark_error_message(error)}", line,
-                       column) from None
+        raise spec.sql_error(f"Spark rejects the query: {spark_error_message(error)}", line, column) from None
 
 
 def recompute_only(spec: Spec) -> str | None:
@@ -444,23 +443,28 @@ def recompute_only(spec: Spec) -> str | None:
     ``nondeterministic: recompute`` allows it. Chance the spec does not allow is an error naming
     the call."""
     chance = chance_calls(spec.sql, spec.dialect)
-    where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
     if chance and spec.model.nondeterministic != "recompute":
         first = chance[0]
-        raise SqlError(f"{spec.path}: {where}: {first.name}() gives another value at every run, so no result of the "
-                       "query can be maintained or checked (set nondeterministic: recompute in the spec to "
-                       "recompute it at every time point)", first.line, first.column)
+        raise spec.sql_error(f"{first.name}() gives another value at every run, so no result of the query can be "
+                             "maintained or checked (set nondeterministic: recompute in the spec to recompute it at "
+                             "every time point)", first.line, first.column)
     clock = time_calls(spec.sql, spec.dialect)
     if clock and not all(isinstance(v, dt.datetime) for v in spec.time_points().values):
-        raise SqlError(f"{spec.path}: {where}: {clock[0].name}() is the time point's time, but the schedule's time "
-                       "points are not timestamps", clock[0].line, clock[0].column)
+        raise spec.sql_error(f"{clock[0].name}() is the time point's time, but the schedule's time points are not "
+                             "timestamps", clock[0].line, clock[0].column)
+
+    def named(calls: list[Call]) -> str:
+        out = []
+        for call in calls:
+            found = spec.query_position(call.line, call.column)
+            out.append(f"{call.name}()" + (f" at line {found[1]}, column {found[2]}" if found is not None else ""))
+        return ", ".join(out)
+
     reasons = []
     if clock:
-        reasons.append(f"the query reads the clock ({', '.join(str(c) for c in clock)}), which is each time point's "
-                       "own time")
+        reasons.append(f"the query reads the clock ({named(clock)}), which is each time point's own time")
     if chance:
-        reasons.append(f"the query reads chance ({', '.join(str(c) for c in chance)}), as nondeterministic: recompute "
-                       "allows")
+        reasons.append(f"the query reads chance ({named(chance)}), as nondeterministic: recompute allows")
     return "; ".join(reasons) or None
 
 
@@ -495,13 +499,12 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Locati
     with measured(meter, "the sources' columns", "schema"):
         all_schemas = catalog.schemas(spark)
     schemas = {t: {c: ty for c, ty in cols.items() if c not in hidden_columns(spec, t)} for t, cols in all_schemas.items()}
-    where = "query_file " + str(spec.model.query_file) if spec.model.query_file else "query"
     try:
         query = parse_query(spec.sql, schemas, spec.dialect, analyzed_types(spark) if spark is not None else None)
     except SqlError as error:
-        raise SqlError(f"{spec.path}: {where}: {error.detail}", error.line, error.column) from None
+        raise spec.sql_error(error.detail, error.line, error.column) from None
     if spark is not None:
-        accepted_by_spark(spec, spark, schemas, where)
+        accepted_by_spark(spec, spark, schemas)
     root = as_location(workdir)
     stats = StatsCatalog(catalog, StatsStore(root, storage_for(root, spark)), all_schemas, spark, kept=kept_statistics)
     with measured(meter, "arrival of the sources", "arrival"):

@@ -38,7 +38,7 @@ class Call:
     column: int | None
 
     def __str__(self) -> str:
-        where = f" (line {self.line}, column {self.column})" if self.line is not None else ""
+        where = f" (line {self.line}, column {self.column} of the query)" if self.line is not None else ""
         return f"{self.name}(){where}"
 
 

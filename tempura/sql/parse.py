@@ -160,10 +160,32 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
         match = _LOCATION.search(message)
         line, column = (int(match.group(1)), int(match.group(2))) if match else (None, None)
         message = _LOCATION.sub("", message).strip().rstrip(".")
+        unknown = _UNKNOWN_COLUMN.search(message)
+        if unknown is not None:
+            name = unknown.group(1) or unknown.group(2)
+            # where it starts (sqlglot gives a token's end, or nothing): its first mention
+            mention = next((c for c in tree.find_all(exp.Column) if c.name.lower() == name.lower()), None)
+            if mention is not None:
+                line, column = position_of(mention, sql)
+            message = f"unknown column {name}" + _suggestion(name, tree, lowered)
         raise BindError(message[0].lower() + message[1:] if message else "cannot resolve query", line, column) from None
     annotated = SparkDecimals(schema=ensure_schema(lowered, dialect=dialect)).annotate(qualified)
     assert isinstance(annotated, exp.Query)
     return annotated
+
+
+_UNKNOWN_COLUMN = re.compile(r"Unknown column: ([\w$]+)|Column '([^']+)' could not be resolved", re.IGNORECASE)
+
+
+def _suggestion(name: str, tree: exp.Expr, schemas: Mapping[str, object]) -> str:
+    """``; did you mean x?`` with the closest column of the tables the query reads, if one is
+    close."""
+    import difflib
+
+    read = {t.name.lower() for t in tree.find_all(exp.Table)}
+    columns = sorted({str(c) for t in read if isinstance(found := schemas.get(t), dict) for c in found})
+    close = difflib.get_close_matches(name.lower(), columns, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 _DERIVED = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg, exp.Case, exp.If, exp.Coalesce)

@@ -60,7 +60,9 @@ def load_spec(path: str | Path) -> Spec:
     budget_key = _located(document, ("state_budget",), "").removesuffix(": ") if model.state_budget is not None else None
     path_keys: list[KeyPath] = [("sources", name, "path") for name in model.sources] + [("query_file",)]
     where = tuple((key_text(key), _located(document, key, "").removesuffix(": ")) for key in path_keys)
-    return Spec(model, document.path, _query_text(document, model), budget_key, where, document.path.resolve().parent)
+    key = ("query",) if model.query is not None else ("query_file",)
+    return Spec(model, document.path, _query_text(document, model), budget_key, where, document.path.resolve().parent,
+                document.text_origin(("query",)) if model.query is not None else None, document.line_of(key))
 
 
 def _check_cost(document: YamlDocument, model: SpecFile) -> None:

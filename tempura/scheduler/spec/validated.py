@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Mapping
 
 from tempura.catalog import Catalog, TableSource
+from tempura.errors import SqlError
 from tempura.cost.model import CostConstants
 from tempura.scheduler.spec.model import DEADLINE_EPSILON, SourceSpec, SpecFile
 from tempura.scheduler.spec.paths import local_path, resolved_location
@@ -35,6 +36,44 @@ class Spec:
     budget_key: str | None = None  # where state_budget is set ("file, line N: state_budget"), for errors
     where: tuple[tuple[str, str], ...] = ()  # key path -> "file, line N: key path", for the paths' errors
     home: Path | None = None  # the spec file's folder, absolute, as of loading (the working folder may change)
+    query_origin: tuple[int, int] | None = None  # where an inline query's text starts in the file (line, column)
+    query_line: int | None = None  # the line of the query key (query, or query_file)
+
+    def query_position(self, line: int | None, column: int | None) -> tuple[str, int, int] | None:
+        """Where a position of the query text is as the user finds it: the file, and the line
+        and column there (an inline query's position in the spec file; the query file's own);
+        ``None`` when it cannot be said (no position, or a folded YAML scalar)."""
+        if line is None or column is None:
+            return None
+        if self.model.query_file is not None:
+            return str(local_path(self.model.query_file, self.folder)), line, column
+        if self.query_origin is None:
+            return None
+        # a literal block's lines are all indented alike; a one-line scalar has one line
+        return str(self.path), self.query_origin[0] + line - 1, self.query_origin[1] + column - 1
+
+    def sql_error(self, detail: str, line: int | None = None, column: int | None = None) -> SqlError:
+        """An error in the query at its ``line`` and ``column``, located as the user finds it
+        (:meth:`query_position`): ``spec.yaml, line 9, column 21: query: …``."""
+        found = self.query_position(line, column)
+        key = "query_file" if self.model.query_file is not None else "query"
+        if found is not None:
+            file, file_line, file_column = found
+            return SqlError.located(f"{file}, line {file_line}, column {file_column}: {key}", detail, file_line,
+                                    file_column)
+        key_line = f", line {self.query_line}" if self.query_line is not None else ""
+        where = f"{self.path}{key_line}: {key}" + (f" (line {line}, column {column} of the query)"
+                                                   if line is not None and column is not None else "")
+        return SqlError.located(where, detail, line, column)
+        if line is not None and column is not None and self.query_origin is not None:
+            file_line = self.query_origin[0] + line - 1  # a literal block's lines are all indented alike
+            file_column = self.query_origin[1] + column - 1
+            return SqlError.located(f"{self.path}, line {file_line}, column {file_column}: query", detail,
+                                    file_line, file_column)
+        key_line = f", line {self.query_line}" if self.query_line is not None else ""
+        where = f"{self.path}{key_line}: query" + (f" (line {line}, column {column} of the query)"
+                                                    if line is not None and column is not None else "")
+        return SqlError.located(where, detail, line, column)
 
     @property
     def state_budget(self) -> float | None:
