@@ -77,8 +77,8 @@ def reference(spark: SparkSession, spec: Spec, cycle: Cycle, index: int) -> Data
     from tempura.sql.clock import sql_at_time, time_calls
 
     register_snapshots(spark, as_of(spark, spec, cycle, index), index)
-    now = cycle.time_points.values[index - 1]
-    if time_calls(spec.sql, spec.dialect) and isinstance(now, dt.datetime):
+    now = cycle.points.value(index) if time_calls(spec.sql, spec.dialect) else None  # the runner's numbering
+    if isinstance(now, dt.datetime):
         text = sql_at_time(spec.sql, spec.dialect, now)
     else:
         text = spec.sql if spec.dialect == "spark" else sqlglot.transpile(spec.sql, read=spec.dialect, write="spark")[0]
