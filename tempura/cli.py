@@ -753,6 +753,15 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
+@main.command("spec-reference")
+def spec_reference_command() -> None:
+    """Print the spec file's reference (docs/spec.md): every key, what it takes, its default and
+    what it means, written from the spec's model."""
+    from tempura.scheduler.spec.reference import reference
+
+    click.echo(reference(), nl=False)
+
+
 @main.command("submit-file")
 def submit_file() -> None:
     """Print the file to give spark-submit: spark-submit [options] FILE run spec.yaml runs tempura

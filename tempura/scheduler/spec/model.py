@@ -156,7 +156,7 @@ Size = Annotated[float, BeforeValidator(parse_size)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ArrivalColumn(_Strict):
@@ -167,9 +167,16 @@ class ArrivalColumn(_Strict):
     with that row or at most ``within`` after it (a return within 12 hours of its sale)."""
 
     column: Text | None = None
+    """The column holding each row's arrival time (a timestamp, a date or a number, as the
+    schedule's time points are)."""
     by: Literal["file"] | None = None
+    """``file``: a file's rows arrive at the first time point at which tempura finds the file."""
     with_: dict[str, Text] = Field(default={}, alias="with")
+    """Source → this source's column holding that source's ``key``: each row lands in the
+    interval the row it refers to lands in (``{orders: l_orderkey}``)."""
     within: Duration | None = None
+    """With ``with``: a row lands with the row it refers to or at most this long after it
+    (``12h``)."""
 
 
 class ChangeColumns(_Strict):
@@ -241,14 +248,25 @@ class SourceSpec(_Strict):
     of Spark's catalog), how its rows arrive."""
 
     path: Text | None = None
+    """The source's folder: relative to the spec file (and inside its folder), an absolute path,
+    or any URI Spark reads."""
     table: Annotated[str, AfterValidator(table_name)] | None = None
+    """Instead of ``path``: a table of Spark's catalog (``db.name``)."""
     format: Annotated[str, AfterValidator(format_name)] = "parquet"
+    """``parquet``, ``csv``, ``json``, ``orc``, or a format a jar on Spark's classpath provides."""
     options: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
+    """Options passed to Spark's reader (``{header: true}``)."""
     schema_: dict[str, Text] | None = Field(default=None, alias="schema")
+    """Column → Spark type; read from the files when absent."""
     arrival: ArrivalColumn
+    """How the source's rows arrive (below)."""
     changes: ChangeColumns | None = None
+    """The source delivers change data: insertions and deletions (below)."""
     expected: Annotated[ExpectedArrival | None, BeforeValidator(_expected_arrival)] = None
-    key: Text | None = None  # a column whose every value lands once in a cycle
+    """The share of the rows arriving per interval (``[0.5, 0.3, 0.2]``, summing to at most 1), or
+    the rows per interval (``{rows: [1000, 1200]}``); measured from the data when absent."""
+    key: Text | None = None
+    """A column whose every value lands once in a cycle."""
     history: Literal["keep", "fresh"] | None = None
     """Whether the rows that arrived before a cycle's origin count in the cycle: ``keep`` (a
     dimension keeps its history) or ``fresh`` (a fact table starts afresh with each cycle). By
@@ -279,7 +297,9 @@ class RangeSpec(_Strict):
     in the last ``length`` (``(t - length, t]``), and the window moves by ``slide``."""
 
     length: Duration
+    """How far back each result reaches (``7d``)."""
     slide: Duration
+    """How far the window moves from one time point to the next (``1d``)."""
 
 
 def _at_value(raw: object) -> object:
@@ -294,26 +314,39 @@ class ScheduleSpec(_Strict):
     time points deliver a result, and an optional periodic ``range``."""
 
     at: tuple[Annotated[TimeValue | str, BeforeValidator(_at_value)], ...] | None = None
+    """The time points (ISO timestamps, dates or numbers), or times of day (``"06:00"``,
+    ``"24:00"``) repeated daily from ``start``'s date."""
     start: TimePointValue | None = None
+    """The first cycle's origin, ``t_0``."""
     every: Duration | None = None
+    """With ``start`` and ``points``: the step between time points (``6h``; a number between
+    numeric time points)."""
     points: Annotated[int, Field(ge=1)] | None = None
+    """With ``start`` and ``every``: the time points per cycle."""
     deliver: Annotated[Literal["last", "every"] | tuple[int, ...], BeforeValidator(_deliver)] = "last"
+    """Which time points deliver a result: ``last``, ``every``, or a list of 1-based indices."""
     range: RangeSpec | None = None
+    """A periodic range query: each result covers the rows of the last ``length`` (below)."""
     endless: Annotated[bool, Field(strict=True)] = False
     """Whether the cycles continue one another: every row since ``start`` counts (a source that
     keeps its history counts the rows before it too), each cycle starts from the history and
     the states the one before left, and ``points`` is how far ahead each planning looks."""
     allow_many_points: Annotated[bool, Field(strict=True)] = False
-    """A cycle of more than :data:`MAX_TIME_POINTS` time points is taken as a mistake (every
-    plan and manifest lists them all) unless this says it is meant."""
+    """A cycle of more than 10,000 time points (:data:`MAX_TIME_POINTS`) is taken as a mistake
+    (every plan and manifest lists them all) unless this says it is meant."""
 
 
 class ObjectiveSpec(_Strict):
     """``objective``: a preset, or one weight per time point (the objective is Σ w_i · c_i)."""
 
     preset: Literal["deadline", "total"] | None = None
+    """``deadline``: the last time point's cost weighs 1 and the others almost nothing; ``total``:
+    every time point's cost weighs alike."""
     weights: tuple[NonNegative, ...] | None = None
-    margin: Annotated[float, Field(ge=0, lt=1)] | None = None  # None: the planner's default
+    """Instead of ``preset``: one weight per time point."""
+    margin: Annotated[float, Field(ge=0, lt=1)] | None = None
+    """The share of recomputation's objective an incremental plan must save for ``auto`` to take
+    it (the planner's default when absent)."""
 
 
 def _job_name(name: str) -> str:
@@ -337,9 +370,14 @@ class OutputSpec(_Strict):
     one ``cycle=…/time_point=…`` partition."""
 
     path: Text | None = None
+    """The folder deliveries go to (not the spec's folder, nor a source's, nor around either)."""
     table: Annotated[str, AfterValidator(table_name)] | None = None
+    """Instead of ``path``: a table of Spark's catalog."""
     format: Format = "parquet"
+    """``parquet``, ``csv``, ``json`` or ``orc``."""
     mode: Literal["snapshot", "delta"] = "snapshot"
+    """``snapshot``: each delivery replaces the contents; ``delta``: each delivery's change is
+    appended as a partition."""
 
     @model_validator(mode="after")
     def _path_or_table(self) -> OutputSpec:
@@ -353,7 +391,9 @@ class SparkSpec(_Strict):
     these (:mod:`tempura.runtime.spark`)."""
 
     master: Text | None = None
+    """Spark's master URL (``local[*]`` when absent)."""
     conf: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
+    """Spark settings (``spark.sql.shuffle.partitions: 8``)."""
 
 
 def _hook_target(text: str) -> str:
@@ -369,26 +409,48 @@ class HooksSpec(_Strict):
     each failed attempt (:mod:`tempura.scheduler.events`)."""
 
     on_run: Annotated[str, AfterValidator(_hook_target)] | None = None
+    """A function (``package.module:function``) called with each committed time point's run
+    summary."""
     on_failure: Annotated[str, AfterValidator(_hook_target)] | None = None
+    """A function called with the event log's record of each failed attempt."""
 
 
 class SpecFile(_Strict):
     """The whole spec file, as validated."""
 
     name: Annotated[str, AfterValidator(_job_name)]
+    """The job's name: letters, digits, ``_``, ``-`` and ``.`` (it names the job's folder)."""
     query: Text | None = None
+    """The standing query's SQL."""
     query_file: Text | None = None
+    """Instead of ``query``: a file holding it, relative to the spec file."""
     dialect: Annotated[str, AfterValidator(_dialect)] = "spark"
+    """The query's SQL dialect (any of sqlglot's); it runs as Spark SQL."""
     sources: dict[str, SourceSpec]
+    """Source name (as the query names the table) → where its data lives and how it arrives."""
     schedule: ScheduleSpec
+    """The time points at which work may run and results are due."""
     objective: ObjectiveSpec = ObjectiveSpec(preset="deadline")
+    """What the planner minimizes: Σ w_i · c_i over the time points."""
     state_budget: Size | None = None
+    """The most bytes of kept states alive at once (``10GB``; B, kB, MB, GB, TB are powers of
+    1000, KiB, MiB, GiB, TiB of 1024)."""
     late: Literal["reject", "next"] = "reject"
+    """A late row (in a file first found at ``t_i``, arriving at or before ``t_{i-1}``): ``reject``
+    sets it aside under ``rejected/`` and counts it; ``next`` takes it into the interval it is
+    found in."""
     integrity: Literal["enforced", "trusted"] = "enforced"
+    """``enforced``: declared keys and ``with`` are checked as rows land; ``trusted``: taken as
+    declared."""
     output: OutputSpec | None = None
+    """Where deliveries go besides the job's folder (below)."""
     spark: SparkSpec = SparkSpec()
+    """Spark's master and settings for this job's runs."""
     hooks: HooksSpec = HooksSpec()
+    """Functions called as the job runs."""
     cost: dict[str, Annotated[float, BeforeValidator(_scientific), Field(ge=0)]] = {}
+    """The cost model's constants for this query (``{stage: 1e9, executors: 8}``); ``stage`` is
+    fitted to the job's run history unless set here."""
     max_catch_up: Annotated[int, Field(ge=1, strict=True)] = 1
     """How many cycles a normal run may catch up on: when the wall clock finds more cycles due,
     the older ones are left to an explicit catch-up."""
