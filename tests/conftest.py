@@ -1,5 +1,5 @@
 """Shared fixtures: one SparkSession for the whole run (and its settings for tiny data), TPC-H at
-scale 0.01, the --rewrite flag; and the order test files run in: the longest first, by the seconds
+scale 0.01, the --rewrite flag; no JVM under ``-m "not spark"``; and the order test files run in: the longest first, by the seconds
 each took when last measured (``file_seconds.json``, rewritten by ``--record-file-seconds``), so
 that parallel workers finish together instead of one running a long file at the end."""
 
@@ -49,6 +49,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     seconds = json.loads(FILE_SECONDS.read_text())
     items.sort(key=lambda item: -float(seconds.get(item.path.name, 0.0)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``-m "not spark"`` no JVM may start: a test that reaches Spark without the marker
+    (through a helper rather than a fixture) fails, naming the cause, instead of quietly
+    starting one."""
+    markexpr = (config.getoption("markexpr", "") or "").replace(" ", "")
+    if "notspark" not in markexpr:
+        return
+    import pyspark.core.context as context
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError('a test run with -m "not spark" started a JVM: mark the test spark')
+
+    context.launch_gateway = refuse  # type: ignore[assignment]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
