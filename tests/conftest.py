@@ -63,7 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     def refuse(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError('a test run with -m "not spark" started a JVM: mark the test spark')
 
-    context.launch_gateway = refuse  # type: ignore[assignment]
+    context.launch_gateway = refuse
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
