@@ -549,8 +549,11 @@ def check_command(specs: tuple[str, ...], select: tuple[str, ...], simulated: st
                 click.echo(f"cycle {cycle.label}: {leftover} is an unfinished attempt's (the next run deletes it)")
             for problem in cycle.problems:
                 click.echo(f"damaged: {problem}")
+            for passed in cycle.passed:
+                click.echo(f"cycle {cycle.label}: {passed}")
             if cycle.problems:
-                click.echo(f"cycle {cycle.label}: the last intact time point is t{cycle.intact}; "
+                start = "its start" if cycle.intact == 0 else f"t{cycle.intact}"
+                click.echo(f"cycle {cycle.label}: the last time point to run on from is {start}; "
                            f"'tempura repair {path}' rebuilds from t{cycle.intact + 1}")
         committed = sum(c.committed for c in report.cycles)
         if report.damaged:

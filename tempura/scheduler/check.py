@@ -36,6 +36,7 @@ class CycleReport:
     intact: int  # the last intact time point (a repair starts after it)
     problems: list[str] = field(default_factory=list)
     leftovers: list[str] = field(default_factory=list)  # an attempt's .pending/ (cleaned by the next run)
+    passed: list[str] = field(default_factory=list)  # why the sound manifests after ``intact`` are not resume points
 
 
 @dataclass
@@ -112,12 +113,26 @@ def _delivery_problems(label: str, manifest: Mapping[str, Any], storage: Storage
 def last_intact(store: JobStore, label: str) -> int:
     """The latest time point of cycle ``label`` whose manifest chain is sound up to it and whose
     inventory is intact on disk (0: none, so a repair reruns the cycle from its start)."""
+    return resume_point(store, label)[0]
+
+
+def resume_point(store: JobStore, label: str) -> tuple[int, list[str]]:
+    """:func:`last_intact`, and why each later sound manifest is not a point to resume from: a
+    file it lists is gone (a state it kept, dropped once the time points after it had read it,
+    cannot be read again)."""
     sound, _ = _chain_prefix(store, label)
+    passed: list[str] = []
     for data in reversed(sound):
-        if not store.verify(label, data, deep=True) and not (data is sound[-1] and
-                                                             _delivery_problems(label, data, store.storage)):
-            return int(data["index"])
-    return 0
+        problems = store.verify(label, data, deep=True)
+        if not problems and data is sound[-1]:
+            problems = _delivery_problems(label, data, store.storage)
+        if not problems:
+            return int(data["index"]), passed[::-1]
+        why = problems[0].split(": ", 1)[-1]
+        if "/states/" in why:
+            why += " (a state is dropped once the time points after it have read it)"
+        passed.append(f"t{data['index']}'s manifest is intact, but {why}, so no time point can run on from it")
+    return 0, passed[::-1]
 
 
 def check_cycle(store: JobStore, label: str) -> CycleReport:
@@ -131,8 +146,8 @@ def check_cycle(store: JobStore, label: str) -> CycleReport:
             problems += _delivery_problems(label, newest, store.storage)
     pending = store.pending(label)
     leftovers = [str(pending)] if store.storage.exists(pending) and inventory(pending, store.storage) else []
-    intact = last_intact(store, label) if problems else len(sound)
-    return CycleReport(label, len(store.manifest_indices(label)), intact, problems, leftovers)
+    intact, passed = resume_point(store, label) if problems else (len(sound), [])
+    return CycleReport(label, len(store.manifest_indices(label)), intact, problems, leftovers, passed)
 
 
 def check_job(store: JobStore) -> JobReport:
@@ -146,4 +161,4 @@ def check_job(store: JobStore) -> JobReport:
     return report
 
 
-__all__ = ["CycleReport", "JobReport", "check_cycle", "check_job", "last_intact"]
+__all__ = ["CycleReport", "JobReport", "check_cycle", "check_job", "last_intact", "resume_point"]
