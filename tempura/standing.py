@@ -408,10 +408,29 @@ class StandingQuery:
         """Run every time point due by ``now`` (default: the wall clock; a number, for a
         schedule of numbers) and not committed yet,
         in the cycle under way and at most ``max_catch_up`` cycles before it (or every cycle from
-        the one under way at ``since``). Idempotent: what is committed is not run again."""
+        the one under way at ``since``). Idempotent: what is committed is not run again. A live
+        run holding the job's lock stops this one at once, before Spark starts, unless ``wait``."""
+        if wait == 0:
+            self._refuse_if_locked(method)
         runner = self.runner(method, wait=wait)
         results = runner.run_due(now, since)
         return RunOutcome(results, runner.skipped)
+
+    def _refuse_if_locked(self, method: str) -> None:
+        from tempura.runtime.lock import JobLock, LockHeld
+        from tempura.runtime.store import history_location
+        from tempura.scheduler.events import EventLog
+        from tempura.scheduler.history import history_at
+
+        root = self.job_folder()
+        if isinstance(root, Uri):
+            return  # reading it needs Spark's file systems: the runner's own acquire says so
+        try:
+            JobLock(root, storage=self._storage(root)).refuse_if_held()
+        except LockHeld as error:
+            path = history_location(root)
+            EventLog(history_at(path, storage=self._storage(path)), method).refused(error)
+            raise
 
     def run_daemon(self, method: str = "auto", wait: float = 0.0, *, stopper: Stopper | None = None,
                    on_point: Callable[[PointResult], None] = lambda _r: None,

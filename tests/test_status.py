@@ -120,3 +120,18 @@ def test_the_status_and_history_commands(spark: Any, job: Path) -> None:
                                  env={"COLUMNS": "300"})
     assert history.exit_code == 0 and "attempts (the last 1 of 1)" in history.output, history.output
     assert "t1 committed (auto)" in history.output
+
+
+def test_a_second_run_is_refused_before_spark_starts(job: Path) -> None:
+    """The lock is looked at before the run starts a Spark session: a second run stops at once,
+    and the refusal is in the event log."""
+    holder = JobLock(job / "work" / "jobs" / "sales")
+    holder.acquire(0.0)
+    try:
+        query = StandingQuery(job / "spec.yaml", job / "work")
+        with pytest.raises(LockHeld, match="is locked by another run"):
+            query.run_due(now=START + dt.timedelta(hours=6))
+        assert query._spark is None  # no session was started for it
+    finally:
+        holder.release()
+    assert [e["outcome"] for e in StandingQuery(job / "spec.yaml", job / "work").history().events] == ["refused"]

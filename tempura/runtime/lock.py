@@ -141,9 +141,20 @@ class JobLock:
                 self._break(holder)
                 continue
             if time.time() >= deadline:
-                raise LockHeld(f"{self.folder} is locked by another run: {holder.describe()}; wait for it "
-                               f"(--wait SECONDS), or if that run is dead, remove the lock with --force-unlock")
+                raise LockHeld(self._held_by(holder))
             sleep(min(1.0, max(0.05, deadline - time.time())))
+
+    def refuse_if_held(self) -> None:
+        """Raise :class:`LockHeld` at once if a live run holds the lock (a check before a run
+        starts Spark, so that a second run says so in a second, not after a JVM's start; the
+        lock itself is still taken by :meth:`acquire`)."""
+        holder = read_holder(self.path, self.storage)
+        if holder is not None and holder.token != self.token and not stale(holder, self.lease):
+            raise LockHeld(self._held_by(holder))
+
+    def _held_by(self, holder: Holder) -> str:
+        return (f"{self.folder} is locked by another run: {holder.describe()}; wait for it (--wait SECONDS), or if "
+                "that run is dead, remove the lock with --force-unlock")
 
     def release(self) -> None:
         """Release one level of the lock; the last release removes the lock file if it is still
