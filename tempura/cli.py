@@ -445,7 +445,7 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
         if simulate:
             click.echo(f"deliveries of this simulation: {query.job_folder(method)} (never the spec's output)")
         if not results:
-            click.echo("no time point is due")
+            click.echo(_nothing_due(query, now))
 
     if daemon:
         from tempura.project import spec_files
@@ -453,6 +453,20 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
         if len(spec_files(specs, select)) != 1:
             raise click.UsageError("--daemon follows one spec's clock: name one spec")
     _each(specs, select, one)
+
+
+def _nothing_due(query: Any, now: Any) -> str:
+    """``no time point is due``, and when the next one is (after ``now``, the wall clock when
+    ``None``)."""
+    import datetime as dt
+
+    upcoming = query.status(now if isinstance(now, dt.datetime) else None).next
+    if upcoming is None:
+        return "no time point is due; the schedule has no time point left"
+    if upcoming["due"]:  # due, but not run: a cycle further back than max_catch_up
+        return f"no time point is due in the cycles a run catches up on; the earliest not committed is " \
+               f"t{upcoming['index']} ({upcoming['time']}) of cycle {upcoming['cycle']}"
+    return f"no time point is due; the next is t{upcoming['index']} ({upcoming['time']})"
 
 
 def _daemon(query: Any, method: str, wait: float) -> None:

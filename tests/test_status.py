@@ -135,3 +135,11 @@ def test_a_second_run_is_refused_before_spark_starts(job: Path) -> None:
     finally:
         holder.release()
     assert [e["outcome"] for e in StandingQuery(job / "spec.yaml", job / "work").history().events] == ["refused"]
+
+
+def test_a_run_with_nothing_due_says_when_the_next_time_point_is(spark: Any, job: Path) -> None:
+    run(spark, job, 6)
+    shown = CliRunner().invoke(main, ["run", str(job / "spec.yaml"), "--workdir", str(job / "work"),
+                                      "--now", "2026-11-20T07:00:00"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.strip().splitlines()[-1] == "no time point is due; the next is t2 (2026-11-20 12:00:00)"
