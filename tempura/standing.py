@@ -242,6 +242,8 @@ class StandingQuery:
                     parse_query(self.spec.sql, visible, self.spec.dialect)
                 except SqlError as error:
                     problems.append(str(self.spec.sql_error(error.detail, error.line, error.column)))
+        for name in self.spec.unread_sources:
+            notes.append(f"sources.{name}: the query reads no row of it, so it is neither landed nor analysed")
         try:
             recomputed = recompute_only(self.spec)
         except SqlError as error:

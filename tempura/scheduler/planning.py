@@ -361,7 +361,10 @@ def stale_sources(spec: Spec, stats_root: Location, spark: SparkSession | None =
 
     store = StatsStore(stats_root, storage_for(stats_root, spark))
     stale = []
+    read = set(spec.read_sources)
     for name, table in spec.catalog().tables.items():
+        if name not in read:
+            continue  # the query reads no row of it: never analysed
         stored = store.load(name)
         if stored is not None and stored.sketch is not None:
             continue  # kept up to date from each landed interval: never analysed whole again

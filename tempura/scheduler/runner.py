@@ -109,9 +109,10 @@ class PointResult:
 
 
 def feeds(spec: Spec) -> dict[str, Feed]:
-    """How each of the spec's sources reaches the job."""
+    """How each of the sources the query reads reaches the job (a source it does not read is
+    not landed: :attr:`~tempura.scheduler.spec.Spec.unread_sources`)."""
     out = {}
-    for name, source in spec.sources.items():
+    for name, source in spec.read_sources.items():
         changes = source.changes
         out[name] = Feed(
             name, spec.location(name), source.format, dict(source.options),

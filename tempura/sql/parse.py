@@ -74,6 +74,16 @@ def _readable(description: str) -> str:
     )
 
 
+def tables_named(sql: str, dialect: str = "spark") -> set[str] | None:
+    """Every table name ``sql`` reads from (lower case; a CTE's name too, where it is read), or
+    ``None`` when it does not parse."""
+    try:
+        tree = parse_sql(sql, dialect)
+    except SqlSyntaxError:
+        return None
+    return {t.name.lower() for t in tree.find_all(exp.Table) if t.name}
+
+
 def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
     """Parse one query statement."""
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
@@ -108,6 +109,27 @@ class Spec:
     def sources(self) -> Mapping[str, SourceSpec]:
         """Per-source settings, by lower-case source name (as the catalog names tables)."""
         return {name.lower(): source for name, source in self.model.sources.items()}
+
+    @property
+    def read_sources(self) -> Mapping[str, SourceSpec]:
+        """:attr:`sources` but the :attr:`unread_sources`: those a run lands and analyses."""
+        unread = {name.lower() for name in self.unread_sources}
+        return {name: source for name, source in self.sources.items() if name not in unread}
+
+    @cached_property
+    def unread_sources(self) -> tuple[str, ...]:
+        """The declared sources the query reads no row of, and none that it reads lands with
+        (``arrival.with``)."""
+        from tempura.sql.parse import tables_named
+
+        named = tables_named(self.sql, self.model.dialect)
+        if named is None:
+            return ()  # the query does not parse: loading it says so
+        read = {name.lower() for name in self.model.sources if name.lower() in named}
+        for name, source in self.model.sources.items():
+            if name.lower() in read:
+                read |= {target.lower() for target in source.arrival.with_}
+        return tuple(name for name in self.model.sources if name.lower() not in read)
 
     def time_points(self) -> TimePoints:
         """The cycle's time points, with the indices whose results are delivered."""
