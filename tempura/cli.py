@@ -332,9 +332,10 @@ SELECTOR_CHOICES = ["auto", "greedy", "ilp", "off"]  # tempura.mqo.SELECTORS, wi
 specs_argument = click.argument("specs", nargs=-1, required=True, type=click.Path(), metavar="SPEC_OR_DIR...")
 select_option = click.option("--select", "select", multiple=True, metavar="NAME",
                              help="Only the specs of this name or shell pattern (repeatable).")
-job_workdir_option = click.option("--workdir", default=".tempura", show_default=True,
+job_workdir_option = click.option("--workdir", default=None,
                                   help="Where jobs keep statistics, states, manifests and history: a path, or a "
-                                       "URI of a Hadoop file system (hdfs://…, s3a://…, file://…).")
+                                       "URI of a Hadoop file system (hdfs://…, s3a://…, file://…)  [default: "
+                                       ".tempura beside each spec file]")
 
 
 def _each(specs: tuple[str, ...], select: tuple[str, ...], body: Callable[[Path], int | None]) -> None:
@@ -405,7 +406,7 @@ def validate(specs: tuple[str, ...], select: tuple[str, ...]) -> None:
               help="Remove the job's lock first, whoever holds it (only when its holder is known to be dead).")
 @user_errors
 def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool, method: str, daemon: bool,
-                now_text: str | None, workdir: str, since_text: str | None, wait: float, force_unlock: bool) -> None:
+                now_text: str | None, workdir: str | None, since_text: str | None, wait: float, force_unlock: bool) -> None:
     """Run standing queries: the time points due by the clock (then exit; idempotent), a whole
     cycle now (--simulate, afresh each time), or continuously (--daemon). One run at a time
     writes a job: a second one stops with the holder's name, or waits (--wait).
@@ -453,6 +454,11 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
         if len(spec_files(specs, select)) != 1:
             raise click.UsageError("--daemon follows one spec's clock: name one spec")
     _each(specs, select, one)
+
+
+def _exists(folder: Any) -> bool:
+    """Whether a job folder exists (a local path; one at a URI is taken to)."""
+    return not isinstance(folder, Path) or folder.exists()
 
 
 def _nothing_due(query: Any, now: Any) -> str:
@@ -548,7 +554,7 @@ def _echo_results(results: list[Any]) -> None:
 @click.option("--simulate", "simulated", default=None, metavar="METHOD", help="Check a simulation's folder (of METHOD).")
 @job_workdir_option
 @user_errors
-def check_command(specs: tuple[str, ...], select: tuple[str, ...], simulated: str | None, workdir: str) -> None:
+def check_command(specs: tuple[str, ...], select: tuple[str, ...], simulated: str | None, workdir: str | None) -> None:
     """Verify jobs' folders: the chain of manifests, every file they list (sizes, rows) and the
     newest delivery. Exits 1 and names each problem if anything is damaged."""
     from tempura.standing import StandingQuery
@@ -573,6 +579,10 @@ def check_command(specs: tuple[str, ...], select: tuple[str, ...], simulated: st
         if report.damaged:
             click.echo(f"{query.name}: {len(report.damaged)} of {len(report.cycles)} cycle(s) damaged")
             return 1
+        if not report.cycles and not _exists(query.job_folder(simulated)):
+            click.echo(f"{query.name}: no job folder at {query.job_folder(simulated)}: nothing has run with this "
+                       f"workdir (give --workdir where the job runs)")
+            return 0
         click.echo(f"{query.name}: ok — {len(report.cycles)} cycle(s), {committed} committed time point(s), every "
                    f"listed file verified")
         return 0
@@ -593,7 +603,7 @@ def check_command(specs: tuple[str, ...], select: tuple[str, ...], simulated: st
               help="If another run holds the job's lock, wait this long for it.")
 @user_errors
 def repair_command(specs: tuple[str, ...], select: tuple[str, ...], first: str | None, cycle: str | None, method: str,
-                   workdir: str, wait: float) -> None:
+                   workdir: str | None, wait: float) -> None:
     """Rebuild damaged jobs from their sources, from the last intact time point: later commits
     are taken back (their manifests kept aside under uncommitted/) and their time points run
     again."""
@@ -635,7 +645,7 @@ def _console() -> Any:
 @job_workdir_option
 @user_errors
 def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: bool, simulated: str | None, fmt: str,
-                    workdir: str) -> None:
+                    workdir: str | None) -> None:
     """The run history of standing queries: each committed time point, its work, and whether
     the plan changed afterwards and why."""
     from rich.table import Table
@@ -654,7 +664,9 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
             click.echo(json.dumps({"name": query.name, **data}, indent=2, default=str))
             return
         if not history.runs:
-            click.echo(f"{query.name}: no committed time point yet")
+            folder = query.job_folder(simulated)
+            there = "" if _exists(folder) else f" (no job folder at {folder}: give --workdir where the job runs)"
+            click.echo(f"{query.name}: no committed time point yet{there}")
             _echo_events(history.events)
             return
         table = Table(title=f"{query.name}: runs")
@@ -729,7 +741,7 @@ def _echo_events(events: list[dict[str, Any]]) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @job_workdir_option
 @user_errors
-def status_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, workdir: str) -> None:
+def status_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, workdir: str | None) -> None:
     """Where each job stands: its last committed time point and when, the next one due, its lag
     behind the schedule, the method it ran, its last failure, and who holds its lock (the specs
     under the current folder when none is named)."""
@@ -852,7 +864,7 @@ def rules_command(fmt: str, family: str | None) -> None:
 @user_errors
 def plan_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, method: str, output: str | None,
                  no_rule: tuple[str, ...], show_sql: bool, verbose: bool, selector: str, ilp_limit: int | None, state_budget: str | None,
-                 cost: tuple[str, ...], workdir: str) -> None:
+                 cost: tuple[str, ...], workdir: str | None) -> None:
     """The multi-time-point plan of standing queries: fragments per time point, methods, the kept
     states (when each is saved, who reads it, its size, what chose it), estimated rows and cost,
     and every method's cost vector and objective side by side."""

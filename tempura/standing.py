@@ -162,7 +162,8 @@ class JobStatus:
 
 
 class StandingQuery:
-    """One standing query: its spec and its job under ``workdir``.
+    """One standing query: its spec and its job under ``workdir`` (by default ``.tempura`` beside
+    the spec file, whatever the current folder).
 
     ``spark`` is used if given; otherwise a session is started on first need, with the spec's
     ``spark`` section (master, settings). ``validate`` never starts one, nor do ``check`` and
@@ -172,10 +173,12 @@ class StandingQuery:
     there starts one.
     """
 
-    def __init__(self, spec: str | Path | Spec, workdir: str | Path = DEFAULT_WORKDIR,
+    def __init__(self, spec: str | Path | Spec, workdir: str | Path | None = None,
                  spark: SparkSession | None = None, progress: Progress | None = None) -> None:
         self.spec = spec if isinstance(spec, Spec) else load_spec(spec)
-        self.workdir = location(workdir)  # absolute as of now: the working folder may change later
+        # absolute as of now (the working folder may change later); by default beside the spec file,
+        # so that a command run from another folder finds the same job
+        self.workdir = location(workdir if workdir is not None else self.spec.folder / DEFAULT_WORKDIR)
         self.progress = progress
         self._spark = spark
 

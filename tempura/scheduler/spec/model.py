@@ -324,7 +324,8 @@ class ScheduleSpec(_Strict):
     points: Annotated[int, Field(ge=1)] | None = None
     """With ``start`` and ``every``: the time points per cycle."""
     deliver: Annotated[Literal["last", "every"] | tuple[int, ...], BeforeValidator(_deliver)] = "last"
-    """Which time points deliver a result: ``last``, ``every``, or a list of 1-based indices."""
+    """Which time points deliver a result: ``last``, ``every``, or a list of 1-based indices (on
+    an ``endless`` schedule, ``every`` by default: each refresh of a view kept forever delivers)."""
     range: RangeSpec | None = None
     """A periodic range query: each result covers the rows of the last ``length`` (below)."""
     endless: Annotated[bool, Field(strict=True)] = False
@@ -334,6 +335,14 @@ class ScheduleSpec(_Strict):
     allow_many_points: Annotated[bool, Field(strict=True)] = False
     """A cycle of more than 10,000 time points (:data:`MAX_TIME_POINTS`) is taken as a mistake
     (every plan and manifest lists them all) unless this says it is meant."""
+
+
+    @model_validator(mode="before")
+    @classmethod
+    def _endless_delivers_every(cls, raw: object) -> object:
+        if isinstance(raw, dict) and raw.get("endless") is True and "deliver" not in raw:
+            return {**raw, "deliver": "every"}
+        return raw
 
 
 class ObjectiveSpec(_Strict):
