@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import types
 import typing
 from typing import Any, Literal
 
@@ -77,9 +78,17 @@ def _flat(annotation: Any) -> list[Any]:
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
         return _flat(typing.get_args(annotation)[0])
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         return [a for arg in typing.get_args(annotation) for a in _flat(arg) if a is not type(None)]
     return [annotation]
+
+
+_WORDS: dict[Any, str] = {
+    bool: "`true` \\| `false`", int: "an integer", float: "a number", str: "text", dt.timedelta: "a duration",
+    dt.datetime: "a time point", dt.date: "a time point", ExpectedArrival: "a list of shares, or `{rows: [...]}`",
+    tuple: "a list", dict: "a mapping",
+}
+"""A key's type in words (by the type, or by the generic's origin: ``tuple[...]``, ``dict[...]``)."""
 
 
 def _takes(annotation: Any, metadata: list[Any] | None = None) -> str:
@@ -92,26 +101,8 @@ def _takes(annotation: Any, metadata: list[Any] | None = None) -> str:
         origin = typing.get_origin(arg)
         if origin is Literal:
             words.append(" \\| ".join(f"`{v}`" for v in typing.get_args(arg)))
-        elif arg is bool:
-            words.append("`true` \\| `false`")
-        elif arg is int:
-            words.append("an integer")
-        elif arg is float:
-            words.append("a number")
-        elif arg is str:
-            words.append("text")
-        elif arg is dt.timedelta:
-            words.append("a duration")
-        elif arg in (dt.datetime, dt.date):
-            words.append("a time point")
-        elif arg is ExpectedArrival:
-            words.append("a list of shares, or `{rows: [...]}`")
-        elif origin is tuple:
-            words.append("a list")
-        elif origin is dict:
-            words.append("a mapping")
         else:
-            words.append(getattr(arg, "__name__", str(arg)))
+            words.append(_WORDS.get(arg) or _WORDS.get(origin) or str(getattr(arg, "__name__", arg)))
     unique = list(dict.fromkeys(words))
     if set(unique) >= {"a duration", "an integer"}:
         unique = ["a duration" if w == "a duration" else w for w in unique if w != "an integer"]
@@ -126,7 +117,7 @@ def _metadata(annotation: Any) -> list[Any]:
     if typing.get_origin(annotation) is typing.Annotated:
         found += list(getattr(annotation, "__metadata__", ()))
         annotation = typing.get_args(annotation)[0]
-    if typing.get_origin(annotation) in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         for arg in typing.get_args(annotation):
             found += _metadata(arg)
     return found
