@@ -456,6 +456,22 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
     _each(specs, select, one)
 
 
+def _set_aside(run: dict[str, Any]) -> str:
+    """What a run's line says of the rows it did not land as they came: set aside (late, or with
+    no arrival) and malformed (as Spark reads them, NULL where a value did not parse)."""
+    out = ""
+    rejected = int(run.get("rejected_rows") or 0)
+    if rejected:
+        nulls = int(run.get("null_arrival_rows") or 0)
+        parts = ([f"{rejected - nulls} late"] if rejected > nulls else []) + ([f"{nulls} with no arrival"] if nulls else [])
+        out += f", {rejected} row(s) set aside ({', '.join(parts)})"
+    malformed = int(run.get("malformed_rows") or 0)
+    if malformed:
+        out += (f", {malformed} malformed row(s) read with NULL where a value did not parse (first: "
+                f"{run.get('malformed_example')})")
+    return out
+
+
 def _exists(folder: Any) -> bool:
     """Whether a job folder exists (a local path; one at a URI is taken to)."""
     return not isinstance(folder, Path) or folder.exists()
@@ -541,7 +557,7 @@ def _echo_results(results: list[Any]) -> None:
                              f"{fell_back['error']}")
         click.echo(f"{r.cycle} t{r.index} ({r.time}): {run['method']}, {len(r.manifest['fragments'])} fragment(s), "
                    f"cpu {run['cpu_seconds']:.2f}s, wall {run['wall_seconds']:.2f}s, {run['rows_landed']} rows landed"
-                   + (f", {run['rejected_rows']} late rows rejected" if run["rejected_rows"] else "")
+                   + _set_aside(run)
                    + "".join(f"; {', '.join(ran)}, not {run['method']}: {why}" for why, ran in fell.items())
                    + "".join(f"; {line}" for line in again)
                    + (f"; delivered {r.delivered}" if r.delivered else "")

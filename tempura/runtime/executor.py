@@ -126,14 +126,35 @@ def raised_by_plan(error: Exception) -> str | None:
     return found.group(1) if found else None
 
 
+MALFORMED = re.compile(r"\[MALFORMED_RECORD_IN_PARSING[^\]]*\] Malformed records are detected in record parsing: "
+                       r"(.*?)\.?\s+Parse Mode: (\w+)", re.DOTALL)
+READING = re.compile(r"Encountered error while reading file (\S+?)\.?\s")
+JAVA_CALL = "An error occurred while calling "
+UNPARSED = re.compile(r'(?:NumberFormatException|DateTimeParseException|IllegalArgumentException)[^\n]*?'
+                      r'(?:For input string|Text|Illegal pattern character|Cannot parse)?:?\s*"([^"\n]*)"')
+
+
 def spark_error_message(error: Exception) -> str:
     """The first line of a Spark error, without the JVM stack trace; for a check of the plan's own
-    (``raise_error``), its message alone."""
+    (``raise_error``), its message alone; for a malformed row a reader stopped at (``mode:
+    FAILFAST``), the file and the row; for the JVM's own exception, its message, not py4j's."""
     raised = raised_by_plan(error)
     if raised is not None:
         return raised
     text = str(error).strip()
-    first = text.splitlines()[0] if text else type(error).__name__
+    malformed = MALFORMED.search(text)
+    if malformed is not None:
+        read = READING.search(text)
+        where = f" in {read.group(1)}" if read else ""
+        value = UNPARSED.search(text)
+        what = f"{value.group(1)!r} does not parse" if value else f"read as {malformed.group(1).strip()}"
+        return f"a malformed row{where}: {what} (parse mode {malformed.group(2)})"
+    lines = text.splitlines()
+    first = lines[0] if lines else type(error).__name__
+    if first.startswith(JAVA_CALL):  # py4j's line names only the call: the exception's is below it
+        thrown = next((line[2:] for line in lines[1:] if line.startswith(": ")), None)
+        if thrown:
+            first = thrown.split(": ", 1)[1] if re.match(r"[\w.$]+(Exception|Error): ", thrown) else thrown
     return first.split("; line ")[0]
 
 

@@ -111,6 +111,8 @@ class Landed:
     new_files: list[tuple[str, int, int]] = field(default_factory=list)
     path: str = ""
     null_arrival: int = 0  # rows of new files whose arrival is NULL (set aside, counted in ``rejected``)
+    malformed: int = 0  # rows of new files Spark's reader found malformed (a text format's), as it reads them
+    malformed_example: str = ""  # the first of them: its file and its text
     absent_deletions: int = 0  # deletions of absent rows dropped (a change feed under ``deletes: lenient``)
     check_cpu_seconds: float = 0.0  # executor CPU of checking a change feed's interval
     layout: Layout | None = None  # hash-bucketed by a key (tempura.runtime.layout), or as it came
@@ -124,7 +126,8 @@ class Landed:
                "null_arrival": self.null_arrival, "absent_deletions": self.absent_deletions,
                "check_cpu_seconds": self.check_cpu_seconds, "cpu_seconds": self.cpu_seconds,
                "bytes_read": self.bytes_read, "new_files": len(self.new_files), "path": self.path,
-               **({"linked": True} if self.linked else {})}
+               **({"linked": True} if self.linked else {}),
+               **({"malformed": self.malformed, "malformed_example": self.malformed_example} if self.malformed else {})}
         return {**out, "layout": self.layout.to_json()} if self.layout is not None else out
 
 
@@ -365,6 +368,35 @@ def interval_rows(
     return out, late_found
 
 
+MALFORMED = "__malformed"
+TEXT_FORMATS = ("csv", "json")
+
+
+def malformed_rows(spark: SparkSession, feed: Feed, paths: Sequence[str]) -> tuple[int, str]:
+    """How many rows of ``paths`` Spark's reader finds malformed, and the first of them (its file
+    and text): a value that does not parse as its declared type, a row short of fields. Spark
+    reads such a row with NULL where a value did not parse (its ``PERMISSIVE`` mode, the
+    default); this counts them, for the run to say so. Only a text format with declared columns
+    read permissively has such rows; others give ``(0, "")``."""
+    from pyspark.sql import functions as F
+
+    mode = str(dict(feed.options).get("mode", "PERMISSIVE")).upper()
+    if feed.format not in TEXT_FORMATS or not feed.schema or mode != "PERMISSIVE" or not paths:
+        return 0, ""
+    columns = ", ".join(f"{quote_identifier(c)} {t}" for c, t in feed.schema.items())
+    reader = spark.read.format(feed.format).options(**dict(feed.options)).option("columnNameOfCorruptRecord", MALFORMED)
+    frame = with_file(reader.schema(f"{columns}, {MALFORMED} STRING").load(list(paths)))
+    # every column read: Spark parses only the columns a query needs, and finds a row malformed by
+    # those alone (nor does it read a file for the corrupt column alone)
+    every = F.hash(*[_col(c) for c in feed.schema])  # needs each value: the optimizer prunes none
+    bad = F.col(MALFORMED).isNotNull()
+    found = frame.agg(F.count(F.when(bad, F.lit(1))).alias("n"), F.max(every).alias("read"),
+                      F.first(F.when(bad, F.concat(F.col(FILE), F.lit(": "), F.col(MALFORMED))), ignorenulls=True)
+                      .alias("example"))
+    row = found.collect()[0]
+    return int(row["n"]), str(row["example"] or "")
+
+
 def null_arrival_rows(feed: Feed, source: DataFrame, new_files: set[str]) -> DataFrame | None:
     """The rows of the files first found now whose arrival is NULL (``None`` for a source that
     arrives by file, or when no file is new): no interval holds them, so they are set aside.
@@ -454,4 +486,5 @@ def landed_schema(feed: Feed, source_schema: StructType, keep: Collection[str] |
 
 
 __all__ = ["FILE", "OP", "TP", "Feed", "Landed", "check_schema", "file_schemas", "interval_rows", "landed_schema",
-           "landed_rows", "landing_data", "read_landed", "null_arrival_rows", "read_source", "with_interval"]
+           "landed_rows", "landing_data", "malformed_rows", "read_landed", "null_arrival_rows", "read_source",
+           "with_interval"]

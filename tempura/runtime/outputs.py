@@ -87,7 +87,10 @@ def write_output(frame: DataFrame, target: Path | str, fmt: str = "parquet") -> 
             options = JSON_WRITE_OPTIONS if fmt == "json" else {}
             frame.write.mode("overwrite").format(fmt).options(**options).save(folder)
     except spark_errors() as error:
-        raise ExecutionError(f"writing {target} failed: {spark_error_message(error)}") from None
+        message = spark_error_message(error)
+        if message.startswith("a malformed row"):  # the input's fault, not the write's
+            raise ExecutionError(f"{message}: nothing was committed; fix or remove the row and run again") from None
+        raise ExecutionError(f"writing {target} failed: {message}") from None
 
 
 def read_output(spark: SparkSession, path: Path | str, fmt: str, schema: StructType | None) -> DataFrame:

@@ -46,7 +46,7 @@ from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, 
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
 from tempura.runtime.ingest import (FILE, OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_rows,
-                                    landed_schema, null_arrival_rows, read_landed, read_source)
+                                    landed_schema, malformed_rows, null_arrival_rows, read_landed, read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.sources import _time_literal
 from tempura.runtime.keys import violations
@@ -668,6 +668,9 @@ class Runner:
                 "forecast_rows": {name: round(rows) for name, rows in self._forecasts.get((cycle.label, index), {}).items()},
                 "late_rows": sum(land.late for land in landed.values()),
                 "rejected_rows": sum(land.rejected for land in landed.values()),
+                "null_arrival_rows": sum(land.null_arrival for land in landed.values()),
+                "malformed_rows": sum(land.malformed for land in landed.values()),
+                "malformed_example": next((land.malformed_example for land in landed.values() if land.malformed), ""),
             },
         }
 
@@ -1222,6 +1225,9 @@ class Runner:
         if late is not None and self.spec.model.late == "next":
             land.late = late.count()
             late = None
+        with self.meter.measure(f"malformed rows of {name}") as looked:
+            land.malformed, land.malformed_example = malformed_rows(self.spark, feed, sorted(new_paths))
+        land.cpu_seconds += looked.cpu_seconds
         nulls = null_arrival_rows(feed, raw, new_paths) if landing is None or int(landing.get("nulls") or 0) else None
         if nulls is not None:  # in no interval: set aside with late rejected rows
             land.null_arrival = nulls.count()
