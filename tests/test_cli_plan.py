@@ -181,6 +181,7 @@ def test_plans_speak_the_users_words_and_the_memos_only_when_verbose(spec: Path,
     assert states and all(re.search(rf'-> f\d+ \[label="{s}: ', dot) for s in states), dot
 
 
+@pytest.mark.spark  # planning collects the statistics of the source through Spark
 def test_a_source_folder_without_data_is_a_one_line_error(spec: Path, tmp_path: Path) -> None:
     copy = tmp_path / "spec.yaml"
     copy.write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
