@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -647,6 +648,49 @@ def bench_endless(days: int, per_day: int, out: str, workdir: str) -> None:
                f"{'yes' if report['correct'] else 'NO'}")
     click.echo("wrote " + ", ".join(report["files"]))
     sys.exit(0 if report["correct"] else 1)
+
+
+@bench.command("shop")
+@click.option("--scale", default=0.01, show_default=True, type=float, help="Of the shop's data (1: 100,000 orders).")
+@click.option("--scenario", "scenarios", multiple=True, help="A shop_* scenario (default: the four).")
+@click.option("--method", "methods", multiple=True, help="A method (default: auto and every forced one).")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench/shop", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_shop(scale: float, scenarios: tuple[str, ...], methods: tuple[str, ...], out: str, workdir: str) -> None:
+    """The shop's four standing queries by the clock for two days of 6-hour points, quiet nights
+    included, under auto and every forced method; every delivery checked against spark.sql over
+    its snapshot (benchmarks.shop)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import shop
+    from tempura.runtime import get_spark
+    from tempura.standing import METHODS
+
+    chosen = scenarios or shop.SCENARIOS
+    unknown = sorted(set(chosen) - set(shop.SCENARIOS))
+    if unknown:
+        raise click.UsageError(f"unknown shop scenario {unknown[0]} (known: {', '.join(shop.SCENARIOS)})")
+    began = time.perf_counter()
+    deliveries = shop.run(get_spark(), Path(workdir).resolve(), scale, methods or METHODS, chosen)
+    table = Table(title=f"bench shop, scale {scale:g}: deliveries equal to spark.sql, by the clock "
+                        f"({time.perf_counter() - began:.0f} s)")
+    table.add_column("scenario")
+    used = list(dict.fromkeys(d.method for d in deliveries))
+    for method in used:
+        table.add_column(method)
+    for name in chosen:
+        cells = []
+        for method in used:
+            mine = [d for d in deliveries if d.scenario == name and d.method == method]
+            cells.append(f"{sum(d.correct for d in mine)}/{len(mine)}")
+        table.add_row(name, *cells)
+    Console().print(table)
+    for wrong in (d for d in deliveries if not d.correct):
+        click.echo(f"wrong: {wrong.scenario} under {wrong.method} at {wrong.at:%Y-%m-%d %H:%M}: {wrong.detail}")
+    click.echo(f"wrote {shop.write_report(deliveries, Path(out))}")
+    sys.exit(0 if deliveries and all(d.correct for d in deliveries) else 1)
 
 
 @bench.command("faults")

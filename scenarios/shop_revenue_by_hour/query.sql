@@ -1,0 +1,6 @@
+SELECT c.country, date_trunc('HOUR', o.order_ts) AS order_hour,
+       SUM(l.qty * l.price) AS revenue, COUNT(*) AS lines
+FROM orders o
+JOIN order_lines l ON l.order_id = o.order_id
+JOIN customers c ON c.customer_id = o.customer_id
+GROUP BY c.country, date_trunc('HOUR', o.order_ts)
