@@ -59,9 +59,13 @@ def generate(spark: SparkSession, out: Path, scale: float) -> dict[str, int]:
         f"element_at({countries}, CAST(pmod(hash(id, 8), {len(COUNTRIES)}) + 1 AS INT)) AS country",
         f"{START} - INTERVAL 1 DAY + make_interval(0, 0, 0, 0, 0, 0, CAST(pmod(hash(id, 9), 86000) AS INT)) AS changed_at",
         "'I' AS _op")
+    # the movers' changes are spread evenly over both days (under 6 hours apart), so that every
+    # night has some
     movers = first.where("pmod(hash(customer_id, 10), 10) = 0").selectExpr(
         "customer_id", "name", "country",
-        f"{START} + make_interval(0, 0, 0, 0, 0, 0, CAST(pmod(hash(customer_id, 11), {DAYS * 86400 - 10}) + 1 AS INT)) AS changed_at")
+        "row_number() OVER (ORDER BY customer_id) AS r", "count(*) OVER () AS n").selectExpr(
+        "customer_id", "name", "country",
+        f"{START} + make_interval(0, 0, 0, 0, 0, 0, CAST((2 * r - 1) * {DAYS * 86400} / (2 * n) AS INT)) AS changed_at")
     moved = movers.selectExpr(
         "customer_id", "name",
         f"element_at({countries}, CAST(pmod(hash(customer_id, 12), {len(COUNTRIES)}) + 1 AS INT)) AS country",

@@ -48,7 +48,8 @@ def test_every_delivery_by_the_clock_equals_spark_sql(name: str, spark: Any, tmp
     assert len(quiet) == 2
     if name == "shop_customers":  # an endless schedule of daily cycles: the second day goes on from the first
         assert len({d.cycle for d in deliveries}) == 2
-        assert deliveries[4].index == 1 and deliveries[4].rows == 1
+        morning = deliveries[4]  # the second day's first point: its carry (the midnight) is numbered 1
+        assert morning.at == dt.datetime(2026, 12, 1, 6) and morning.index == 2 and morning.rows == 1
+        assert morning.cycle != deliveries[3].cycle == deliveries[0].cycle
     else:  # the first night has no order: an empty result, typed; the second keeps the first day's
         assert quiet[0].rows == 0 and quiet[1].rows == deliveries[3].rows > 0
-    assert dt.datetime(2026, 12, 2) == deliveries[-1].at
