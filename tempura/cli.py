@@ -439,6 +439,8 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
             else:
                 outcome = query.run_due(now, since=since, method=method, wait=wait)
                 results, skipped = outcome.results, outcome.skipped
+                if outcome.chose is not None:
+                    click.echo(outcome.chose.text())
         if skipped:
             click.echo(f"{skipped} earlier cycle(s) not caught up (max_catch_up: {query.spec.max_catch_up}); "
                        f"run with --from TIMESTAMP to catch up on them")

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from tempura.runtime.lock import Holder
     from tempura.scheduler.check import JobReport
+    from tempura.scheduler.freshness import FreshnessChoice
     from tempura.scheduler.reference import References
     from tempura.scheduler.runner import PointResult, Runner
     from tempura.scheduler.simulation import MethodRun
@@ -79,6 +80,7 @@ class PlanChoice:
     plan: MultiTimePlan
     alternatives: dict[str, MultiTimePlan] = field(default_factory=dict)
     overhead: list[float] = field(default_factory=list)  # per time point, the run around the plan (model ns)
+    freshness: FreshnessChoice | None = None  # a target_lag schedule's time points, and why
 
     def whole(self, plan: MultiTimePlan | None = None) -> float:
         """The weighted cost of the whole runs: the plan's and what each run does around it."""
@@ -96,8 +98,9 @@ class PlanChoice:
             around = (f"\n\naround the plan at each time point, whatever the method (landing the intervals, "
                       f"statistics): [{', '.join(format_time(c) for c in self.overhead)}]; the whole runs' objective: "
                       f"{format_time(self.whole())}")
+        chosen = f"\n\n{self.freshness.text()}" if self.freshness is not None else ""
         return (f"{plan_text(self.plan, sql=sql, verbose=verbose)}\n\nmethods (* = this plan):\n"
-                f"{alternatives_text(self.alternatives, self.method)}{around}")
+                f"{alternatives_text(self.alternatives, self.method)}{around}{chosen}")
 
     def dot(self, verbose: bool = False) -> str:
         from tempura.tvr.render import plan_dot
@@ -114,16 +117,19 @@ class PlanChoice:
         data["alternatives"] = {m: p.summary() for m, p in self.alternatives.items()}
         data["run_overhead_ns"] = self.overhead
         data["whole_objective_ns"] = self.whole() if self.overhead else None
+        data["freshness"] = self.freshness.to_json() if self.freshness is not None else None
         return data
 
 
 @dataclass
 class RunOutcome:
-    """What a run by the clock (or a repair) did: one result per time point it took, and how
-    many earlier cycles ``max_catch_up`` left out."""
+    """What a run by the clock (or a repair) did: one result per time point it took, how many
+    earlier cycles ``max_catch_up`` left out, and the time points it chose (a ``target_lag``
+    schedule's first run)."""
 
     results: list[PointResult]
     skipped: int = 0
+    chose: FreshnessChoice | None = None
 
 
 @dataclass
@@ -285,10 +291,19 @@ class StandingQuery:
         store = StatsStore(root, self._storage(root))
         kept = all((found := store.load(name)) is not None and found.sketch is not None for name in self.spec.sources)
         prepared = prepare_job(self.spec, root, spark, lambda: self.spark, self.progress, by_clock=kept)
-        cycle = self.spec.cycle(0)
+        mode = output or output_mode(self.spec)
+        freshness = None
+        if self.spec.model.schedule.target_lag is not None:  # the time points the job keeps, or would choose
+            from tempura.scheduler.freshness import choose, load_choice, planned_runs, with_choice
+
+            freshness = load_choice(root, self._storage(root))
+            if freshness is None or not freshness.matches(self.spec.model.schedule):
+                freshness = choose(self.spec.model.schedule, planned_runs(prepared, method, mode, constants))
+            prepared = prepare_job(with_choice(self.spec, freshness), root, spark, lambda: self.spark, self.progress,
+                                   by_clock=kept)
+        cycle = prepared.spec.cycle(0)
         assert cycle is not None
         prepared, _ = for_cycle(prepared, cycle, forecast=Forecast(1) if kept else None)  # as the runner plans t1
-        mode = output or output_mode(self.spec)
         options = MqoOptions(selector=selector, budget=budget)
         if ilp_limit is not None:
             options = dataclasses.replace(options, ilp_limit=ilp_limit)
@@ -302,7 +317,7 @@ class StandingQuery:
         if calibration is not None and (calibration.stage is not None or calibration.fragments > 0
                                         or calibration.probe_keys is not None):
             chosen.notes.append(calibration.describe(self.spec.cost_constants.stage))
-        return PlanChoice(method, mode, chosen, plans, run_overhead(prepared, constants))
+        return PlanChoice(method, mode, chosen, plans, run_overhead(prepared, constants), freshness)
 
     def analyze(self) -> list[str]:
         """Collect the statistics of the sources whose files have none stored in the job's
@@ -370,19 +385,31 @@ class StandingQuery:
         return JobStatus(self.name, str(self.path), str(root), last, upcoming, lag,
                          last["method"] if last else None, failure, lock, len(history.events))
 
+    def job_spec(self) -> Spec:
+        """The spec with the time points its job runs: on a ``target_lag`` schedule, those the
+        job chose and keeps (:mod:`tempura.scheduler.freshness`), else the fewest that meet the
+        target; any other spec as it is."""
+        if self.spec.model.schedule.target_lag is None:
+            return self.spec
+        from tempura.scheduler.freshness import settled
+
+        root = self.job_folder()
+        return settled(self.spec, root, self._storage(root), False, None)[0]
+
     def _next_point(self, store: Any, now: dt.datetime) -> tuple[dict[str, Any] | None, float]:
         """The earliest time point not committed (in the cycles a run by the clock considers),
         and how long ago the clock passed it (0 when it is still ahead)."""
         from tempura.scheduler.spec import cycle_index_at
 
-        schedule = self.spec.model.schedule
-        if not isinstance(self.spec.time_points().values[0], dt.datetime):
+        spec = self.job_spec()
+        schedule = spec.model.schedule
+        if not isinstance(spec.time_points().values[0], dt.datetime):
             return None, 0.0
         under_way = cycle_index_at(schedule, now)
-        first = 0 if under_way is None else max(0, under_way - self.spec.max_catch_up)
+        first = 0 if under_way is None else max(0, under_way - spec.max_catch_up)
         n = first
         while True:
-            cycle = self.spec.cycle(n)
+            cycle = spec.cycle(n)
             if cycle is None:
                 return None, 0.0
             done = set(store.manifest_indices(cycle.label))
@@ -419,7 +446,7 @@ class StandingQuery:
             self._refuse_if_locked(method)
         runner = self.runner(method, wait=wait)
         results = runner.run_due(now, since)
-        return RunOutcome(results, runner.skipped)
+        return RunOutcome(results, runner.skipped, runner.freshness if runner.chose_points else None)
 
     def _refuse_if_locked(self, method: str) -> None:
         from tempura.runtime.lock import JobLock, LockHeld

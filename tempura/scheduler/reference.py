@@ -30,12 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from tempura.runtime.executor import spark_rows
 from tempura.runtime.sources import SourceData, register_snapshots
-from tempura.scheduler.spec import Cycle, Spec
+from tempura.scheduler.spec import Cycle, Spec, lag_points, with_points
 from tempura.sql.names import quote_identifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
+
+    from tempura.tvr.time import TimeValue
 
 _ALWAYS = "__present"
 
@@ -99,18 +101,26 @@ class References:
 
     def __init__(self, spark: SparkSession, spec: Spec) -> None:
         self.spark, self.spec = spark, spec
-        self._owed: dict[tuple[str, int], Owed] = {}
+        self._owed: dict[tuple[str, TimeValue], Owed] = {}
 
     def at(self, spec: Spec, cycle: Cycle, index: int) -> Owed:
         """The reference of ``spec`` (the one this was made for, or one loaded from the same spec
         file) as of ``t_index`` of ``cycle``."""
-        if (spec.model, spec.sql, spec.folder) != (self.spec.model, self.spec.sql, self.spec.folder):
+        if (_unchosen(spec), spec.sql, spec.folder) != (_unchosen(self.spec), self.spec.sql, self.spec.folder):
             raise ValueError(f"references kept for spec '{self.spec.name}' asked for spec '{spec.name}'")
-        key = (cycle.label, index)
+        key = (cycle.label, cycle.points.value(index))  # by value: a target_lag spec's points are chosen per run
         if key not in self._owed:
             frame = reference(self.spark, spec, cycle, index)
             self._owed[key] = Owed(spark_rows(frame), frame.schema)
         return self._owed[key]
+
+
+def _unchosen(spec: Spec) -> object:
+    """The spec's model with a ``target_lag`` schedule's points as loaded, whichever were chosen."""
+    schedule = spec.model.schedule
+    if schedule.target_lag is None:
+        return spec.model
+    return spec.model.model_copy(update={"schedule": with_points(schedule, lag_points(schedule))})
 
 
 __all__ = ["Owed", "References", "as_of", "reference"]

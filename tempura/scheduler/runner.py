@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from tempura.cost.model import CostConstants
+    from tempura.scheduler.freshness import FreshnessChoice
     from tempura.stats.model import TableStats
 
 
@@ -172,6 +173,8 @@ class Runner:
         self.hook = hook if hook is not None else _load_hook(spec)
         self.events = EventLog(self.history, method, _load_hook(spec, "on_failure"))
         self._prepared: Prepared | None = None
+        self.freshness: FreshnessChoice | None = None  # a target_lag schedule's chosen time points
+        self.chose_points = False  # whether this runner made that choice (its job's first run)
         self._plans: dict[tuple[str, int], MultiTimePlan] = {}
         self.first_plans: dict[tuple[str, int], MultiTimePlan] = {}  # each time point's plan before its landing
         self._schemas: dict[str, StructType] = {}  # each source's landed columns
@@ -265,6 +268,7 @@ class Runner:
         try:
             with self.lock_held():
                 clock = now if now is not None else dt.datetime.now()
+                self.settle_points()
                 due = self.due(clock, since)
                 for label, chain in self._considered.items():  # a run that died after a commit left its clean-up
                     if chain and self.files.exists(self.store.pending(label)):
@@ -300,6 +304,7 @@ class Runner:
 
         results: list[PointResult] = []
         with self.lock_held():
+            self.settle_points()
             labels = [label] if label is not None else self.store.cycles()
             for name in labels:
                 indices = self.store.manifest_indices(name)
@@ -346,6 +351,7 @@ class Runner:
             if name != self.lock.path.name and not name.startswith(self.lock.path.name + "."):
                 self.files.delete(self.store.root / name)
         self._plans.clear()
+        self.freshness = None  # chosen again, over the sources as they are
 
     @contextlib.contextmanager
     def lock_held(self) -> Iterator[None]:
@@ -716,6 +722,33 @@ class Runner:
                 self.files.delete(folder / name)
 
     # -- planning and re-optimisation ----------------------------------------------------------
+
+    def settle_points(self) -> FreshnessChoice | None:
+        """On a ``target_lag`` schedule, the time points the job chose (:mod:`~tempura.scheduler.freshness`):
+        kept in its folder, or chosen now, before its first commit, by planning each candidate
+        under the runner's method, and kept; the runner's spec takes them."""
+        from tempura.scheduler.freshness import choose, planned_runs, settled
+
+        if self.spec.model.schedule.target_lag is None:
+            return None
+        if self.freshness is not None:
+            return self.freshness
+
+        def choose_now() -> FreshnessChoice:
+            self.chose_points = True
+            constants, _ = for_job(self.spec.cost_constants, self.spec.model.cost, self.workdir, self.store.history_path)
+            return choose(self.spec.model.schedule, planned_runs(self.prepared(), self.method, output_mode(self.spec),
+                                                                  constants))
+
+        committed = any(self.store.manifest_indices(label) for label in self.store.cycles())
+        spec, choice = settled(self.spec, self.store.root, self.store.storage, committed, choose_now)
+        if spec is not self.spec:
+            self.spec = spec
+            self._prepared = None  # planned again over the chosen points
+            self._plans.clear()
+            self.first_plans.clear()
+        self.freshness = choice
+        return choice
 
     def prepared(self) -> Prepared:
         """The spec bound for planning, with statistics of the job's sources: collected through

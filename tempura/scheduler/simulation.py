@@ -121,6 +121,8 @@ def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Location, ch
     runner = Runner(spec, spark, workdir, method, simulate=True, progress=progress)
     with runner.lock_held():
         runner.clear()
+        runner.settle_points()  # a target_lag schedule's points, chosen afresh
+        spec = runner.spec
         if check and references is None:
             references = References(spark, spec)
         return _simulated(spark, spec, method, runner, references if check else None)

@@ -30,6 +30,9 @@ A spec names the query, its sources, the schedule and the objective::
       at: ["2026-11-22T06:00:00", "2026-11-22T12:00:00"]
       # or: start: "2026-11-22T00:00:00", every: 6h, points: 4  (t_i = start + i*every)
       # or: start: "2026-11-22", at: ["06:00", "24:00"]          (daily, at those times of day)
+      # or: start: "2026-11-22T00:00:00", target_lag: 2h, deadline: "2026-11-23T00:00:00"
+      #     (tempura chooses the points: more cost more work, fewer leave results older;
+      #     lag_weight: 1.0 is the seconds of work one second of age past the target is worth)
       deliver: last                   # last | every | [1-based indices]
       allow_many_points: false        # more than 10,000 time points in a cycle are an error
                                       # unless this is true
@@ -86,10 +89,12 @@ from tempura.scheduler.spec.schedule import (
                                           cycle_index_at,
                                           cycle_values,
                                           generate_time_points,
+                                          lag_points,
+                                          with_points,
 )
 from tempura.scheduler.spec.validated import Spec
 
 __all__ = ["DEADLINE_EPSILON", "MAX_TIME_POINTS", "ArrivalColumn", "ChangeColumns", "Cycle", "HooksSpec", "ObjectiveSpec",
            "OutputSpec", "RangeSpec", "ScheduleSpec", "SourceSpec", "SparkSpec", "Spec", "SpecError", "SpecFile",
-           "cycle_index_at", "cycle_values", "generate_time_points", "load_spec", "parse_duration", "parse_size",
-           "parse_time_value"]
+           "cycle_index_at", "cycle_values", "generate_time_points", "lag_points", "load_spec", "parse_duration", "parse_size",
+           "parse_time_value", "with_points"]

@@ -33,7 +33,7 @@ from tempura.scheduler.spec.paths import (
     path_overlap,
     relative_part,
 )
-from tempura.scheduler.spec.schedule import cycle_values, deliver_indices, time_kind
+from tempura.scheduler.spec.schedule import cycle_values, deliver_indices, lag_points, time_kind, with_points
 from tempura.scheduler.spec.validated import Spec
 from tempura.tvr.time import TimePoints, TimeValue
 from tempura.yamlfile import KeyPath, YamlDocument, key_text, load_yaml
@@ -50,6 +50,7 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError(_validation_message(document, error)) from None
     _check_query_choice(document, model)
     _check_sources(document, model)
+    model = _check_target_lag(document, model)
     points = _check_schedule(document, model.schedule)
     _check_lags(document, model, points)
     _check_endless(document, model)
@@ -240,6 +241,52 @@ def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpe
     for key, column in used:
         if column.lower() not in declared:
             _fail(document, ("sources", name) + key, f"column '{column}' is not in the source's schema")
+
+
+def _check_target_lag(document: YamlDocument, model: SpecFile) -> SpecFile:
+    """``target_lag``: a duration after a timestamp ``start``, instead of ``at``, ``every``,
+    ``points`` and ``range``; the ``deadline`` after ``start``; nothing that counts the time
+    points (weights, expected shares per interval, delivered indices), which tempura chooses.
+    Returns the model with the fewest time points meeting the target (:func:`lag_points`),
+    until a job's choice replaces them (:mod:`tempura.scheduler.freshness`)."""
+    schedule = model.schedule
+    lag_keys = [k for k in ("deadline", "lag_weight") if k in schedule.model_fields_set]
+    if schedule.target_lag is None:
+        if lag_keys:
+            _fail(document, ("schedule", lag_keys[0]), "belongs with 'target_lag'")
+        return model
+    at: KeyPath = ("schedule", "target_lag")
+    for key in ("at", "every", "points", "range"):
+        if getattr(schedule, key) is not None:
+            _fail(document, ("schedule", key), f"with 'target_lag' tempura chooses the time points: give 'start' "
+                  f"(and optionally 'deadline'), not '{key}'")
+    if not isinstance(schedule.target_lag, dt.timedelta) or schedule.target_lag <= dt.timedelta(0):
+        _fail(document, at, "must be a positive duration such as 15m")
+    if not isinstance(schedule.start, dt.datetime):
+        _fail(document, ("schedule", "start") if schedule.start is not None else ("schedule",),
+              "'target_lag' needs 'start', a timestamp (\"2026-11-30T00:00:00\")")
+    if schedule.deadline is not None:
+        if not isinstance(schedule.deadline, dt.datetime) or (schedule.deadline.tzinfo is None) != (schedule.start.tzinfo is None):
+            _fail(document, ("schedule", "deadline"), "must be a timestamp like 'start'")
+        if schedule.deadline <= schedule.start:
+            _fail(document, ("schedule", "deadline"), f"{schedule.deadline} is not after start ({schedule.start})")
+    if schedule.deliver != "every":
+        _fail(document, ("schedule", "deliver"), "with 'target_lag' every time point delivers")
+    if model.objective.weights is not None:
+        _fail(document, ("objective", "weights"), "with 'target_lag' the time points are chosen: give a 'preset'")
+    for name, source in model.sources.items():
+        if source.expected is not None:
+            _fail(document, ("sources", name, "expected"), "with 'target_lag' the intervals are chosen: an "
+                  "expected share per interval cannot be given")
+    if schedule.endless and schedule.deadline is not None:
+        _fail(document, ("schedule", "deadline"), "an endless schedule has no deadline: give one or the other "
+              "(without a deadline a target_lag schedule is endless)")
+    points = lag_points(schedule)
+    if points > MAX_TIME_POINTS:
+        _fail(document, at, f"{points:,} time points to meet it, more than {MAX_TIME_POINTS:,}")
+    if schedule.deadline is None:  # cycles that continue one another, each LAGS_PER_CYCLE target lags long
+        schedule = schedule.model_copy(update={"endless": True})
+    return model.model_copy(update={"schedule": with_points(schedule, points)})
 
 
 def _check_lags(document: YamlDocument, model: SpecFile, points: TimePoints) -> None:

@@ -335,12 +335,21 @@ class ScheduleSpec(_Strict):
     allow_many_points: Annotated[bool, Field(strict=True)] = False
     """A cycle of more than 10,000 time points (:data:`MAX_TIME_POINTS`) is taken as a mistake
     (every plan and manifest lists them all) unless this says it is meant."""
-
+    target_lag: Duration | None = None
+    """Instead of ``every`` and ``points``: how old a delivered result may grow (``15m``) before
+    the next one replaces it; tempura chooses the time points between ``start`` and
+    ``deadline`` (:mod:`tempura.scheduler.freshness`), every one delivering."""
+    deadline: TimePointValue | None = None
+    """With ``target_lag``: the one cycle's last time point; without it the schedule is endless,
+    in cycles of 8 target lags."""
+    lag_weight: NonNegative = 1.0
+    """With ``target_lag``: how many seconds of work one second of a result's age beyond the
+    target is worth, when more time points cost more work and fewer leave results older."""
 
     @model_validator(mode="before")
     @classmethod
     def _endless_delivers_every(cls, raw: object) -> object:
-        if isinstance(raw, dict) and raw.get("endless") is True and "deliver" not in raw:
+        if isinstance(raw, dict) and (raw.get("endless") is True or "target_lag" in raw) and "deliver" not in raw:
             return {**raw, "deliver": "every"}
         return raw
 

@@ -1,10 +1,12 @@
 """The time points of a spec's schedule, cycle by cycle: :class:`Cycle`, the values of cycle
 ``n`` (:func:`cycle_values`) and the cycle under way at a moment (:func:`cycle_index_at`), each
-computed from ``start`` and the step, never by listing cycles."""
+computed from ``start`` and the step, never by listing cycles; a ``target_lag`` schedule's
+time points, evenly spaced over its span (:func:`with_points`)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,10 +17,13 @@ from tempura.tvr.time import TimePoints, TimeValue
 def cycle_values(schedule: ScheduleSpec, n: int) -> tuple[TimeValue | None, tuple[TimeValue, ...]] | None:
     """Cycle ``n``'s origin ``t_0`` (rows arriving at or before it belong to earlier cycles;
     ``None``: no earlier cycle) and its time points; ``None`` when the schedule has no cycle
-    ``n`` (explicit ``at`` values make one cycle; a cycle past the year 9999 does not exist).
+    ``n`` (explicit ``at`` values make one cycle, as does a ``deadline``; a cycle past the year
+    9999 does not exist).
     Only cycle ``n``'s values are computed: a schedule that started years ago is not replayed."""
     if schedule.at is not None and not all(isinstance(v, str) for v in schedule.at):
         return (None, tuple(schedule.at)) if n == 0 else None  # type: ignore[arg-type]
+    if schedule.deadline is not None and n > 0:  # a target_lag schedule up to a deadline: one cycle
+        return None
     try:
         if schedule.at is not None:
             assert schedule.start is not None
@@ -68,7 +73,37 @@ def cycle_index_at(schedule: ScheduleSpec, moment: TimeValue) -> int | None:
         assert isinstance(at, (int, float)) and isinstance(start, (int, float)) and isinstance(step, int)
         steps = int((at - start) // step)
     # Cycle n's first time point is t_{n·points + 1}.
-    return (steps - 1) // points if steps >= 1 else None
+    if steps < 1:
+        return None
+    return 0 if schedule.deadline is not None else (steps - 1) // points
+
+
+LAGS_PER_CYCLE = 8
+"""A ``target_lag`` schedule without a ``deadline`` is endless, in cycles this many target lags long."""
+
+
+def freshness_span(schedule: ScheduleSpec) -> dt.timedelta:
+    """A ``target_lag`` schedule's cycle: from ``start`` to ``deadline``, or, without one, of
+    :data:`LAGS_PER_CYCLE` target lags (the schedule is then endless)."""
+    assert isinstance(schedule.start, dt.datetime) and isinstance(schedule.target_lag, dt.timedelta)
+    if schedule.deadline is None:
+        return LAGS_PER_CYCLE * schedule.target_lag
+    assert isinstance(schedule.deadline, dt.datetime)
+    return schedule.deadline - schedule.start
+
+
+def lag_points(schedule: ScheduleSpec) -> int:
+    """The fewest time points, evenly spaced over :func:`freshness_span`, that are at most
+    ``target_lag`` apart."""
+    assert isinstance(schedule.target_lag, dt.timedelta)
+    return max(1, math.ceil(freshness_span(schedule) / schedule.target_lag))
+
+
+def with_points(schedule: ScheduleSpec, points: int) -> ScheduleSpec:
+    """A ``target_lag`` schedule with ``points`` time points evenly spaced (by whole seconds)
+    after ``start``, the last at or just before the deadline."""
+    step = dt.timedelta(seconds=max(1, int(freshness_span(schedule).total_seconds()) // points))
+    return schedule.model_copy(update={"every": step, "points": points})
 
 
 def _generated(schedule: ScheduleSpec) -> tuple[TimeValue, dt.timedelta | int, int]:
