@@ -16,6 +16,7 @@ Errors name the catalog file, the line, the table and the key.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from tempura.sql.names import quote_identifier
 from tempura.yamlfile import load_yaml
 
 if TYPE_CHECKING:
+    import pyarrow.parquet as pq
     from pyspark.sql import DataFrame, SparkSession
 
 Format = Literal["parquet", "csv", "json", "orc"]
@@ -305,3 +307,64 @@ def footer_schema(table: TableSource) -> dict[str, str] | None:
         return {field.name.lower(): from_arrow_type(field.type).simpleString() for field in schema}
     except Exception as error:  # a damaged footer, or a type Spark has no name for
         raise CatalogError(f"{first}: cannot read the parquet footer: {error}".splitlines()[0]) from None
+
+
+def local_data_files(table: TableSource) -> list[Path] | None:
+    """The data files of a table at a local path, as Spark's readers find them: the file
+    itself, or every file under the folder but hidden ones (a part of the path starting with
+    ``.`` or ``_``: Spark's and Hadoop's markers); ``None`` for a catalog table or a URI."""
+    if table.table is not None or _is_uri(table.path):
+        return None
+    root = Path(table.path)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_file()
+                  and not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts))
+
+
+def parquet_footers(table: TableSource) -> list[tuple[Path, pq.FileMetaData]]:
+    """The footer of every data file of a local parquet table (:func:`local_data_files`), read
+    with pyarrow, no Spark; raises :class:`CatalogError` naming the first file whose footer
+    cannot be read (a damaged or truncated file, or one of another format). Empty for another
+    format, a catalog table or a URI."""
+    if table.format != "parquet":
+        return []
+    import pyarrow.parquet as pq
+
+    out = []
+    for path in local_data_files(table) or []:
+        try:
+            out.append((path, pq.read_metadata(path)))
+        except Exception as error:  # pyarrow's ArrowInvalid, OSError: the file is no parquet it can read
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise CatalogError(f"{path}: cannot read the parquet footer: {first}") from None
+    return out
+
+
+def column_minimum(footers: list[tuple[Path, pq.FileMetaData]], column: str) -> object | None:
+    """The least value of ``column`` (case-insensitive) over every row group of ``footers``, from
+    their statistics; ``None`` when a file lacks the column (a partition column) or a row group
+    has no minimum recorded (statistics not written, or only nulls): then only the data can tell."""
+    least: object | None = None
+    for _, metadata in footers:
+        names = [metadata.schema.column(i).path.lower() for i in range(metadata.num_columns)]
+        if column.lower() not in names:
+            return None
+        index = names.index(column.lower())
+        for group in range(metadata.num_row_groups):
+            chunk = metadata.row_group(group)
+            if chunk.num_rows == 0:
+                continue
+            stats = chunk.column(index).statistics
+            if stats is None or not stats.has_min_max:
+                return None
+            found = stats.min
+            if isinstance(found, dt.datetime) and found.tzinfo is not None:  # an instant: as Spark shows it, in UTC
+                found = found.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            try:
+                least = found if least is None or found < least else least
+            except TypeError:
+                return None
+    return least

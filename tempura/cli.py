@@ -374,8 +374,9 @@ def _each(specs: tuple[str, ...], select: tuple[str, ...], body: Callable[[Path]
 @select_option
 @user_errors
 def validate(specs: tuple[str, ...], select: tuple[str, ...]) -> None:
-    """Check standing queries' spec files (keys, types, schedule, objective, paths), without
-    Spark."""
+    """Check standing queries' spec files (keys, types, schedule, objective, paths, parquet
+    footers, the query's tables and columns), without Spark; only a query calling a function
+    sqlglot does not know starts Spark, to ask whether the function exists."""
     from tempura.standing import StandingQuery
 
     def one(path: Path) -> None:

@@ -172,8 +172,9 @@ class StandingQuery:
     the spec file, whatever the current folder).
 
     ``spark`` is used if given; otherwise a session is started on first need, with the spec's
-    ``spark`` section (master, settings). ``validate`` never starts one, nor do ``check`` and
-    ``history`` for a workdir on a local path; ``plan`` starts one only if planning must read
+    ``spark`` section (master, settings). ``validate`` starts one only for a query calling a
+    function sqlglot does not know (to ask Spark whether it exists), ``check`` and ``history``
+    never for a workdir on a local path; ``plan`` starts one only if planning must read
     data. A workdir at a URI (``hdfs://…``, ``s3a://…``, ``file://…``) is read and written
     through Hadoop's file system on the session's JVM, so everything that reads the job folder
     there starts one.
@@ -228,17 +229,40 @@ class StandingQuery:
     # -- looking ------------------------------------------------------------------------------
 
     def validate(self) -> Validation:
-        """The spec's problems, found without Spark: loading checked its keys, types, schedule
-        and objective; this adds the paths that do not exist and binds the query against the
-        sources' columns (declared, or read from parquet footers), so an unknown table or
-        column is named with its position. A source whose columns need Spark to read (CSV or
-        JSON without ``schema``, a URI, partition folders) leaves the query unbound, with a note."""
-        from tempura.errors import SqlError
+        """The spec's problems: loading checked its keys, types, schedule and objective; this
+        adds the paths that do not exist, the local parquet files whose footer cannot be read
+        (every file's, with pyarrow), a schedule of one cycle whose every time point is before
+        a source's earliest arrival (as the footers' statistics tell it, where they hold it),
+        and binds the query against the sources' columns (declared, or read from parquet
+        footers), so an unknown table or column is named with its position. A source whose
+        columns need Spark to read (CSV or JSON without ``schema``, a URI, partition folders)
+        leaves the query unbound, with a note.
+
+        All that is done without Spark. Only a query calling a function sqlglot does not know
+        (``foo_bar(x)``) makes it ask Spark whether the function exists (built in, or
+        registered in the job's session): then the job's session is used, started with the
+        spec's ``spark`` section if none was given."""
+        from tempura.catalog import column_minimum, parquet_footers
+        from tempura.errors import CatalogError, SqlError
         from tempura.scheduler.planning import hidden_columns, recompute_only
         from tempura.sql import parse_query
 
         problems = self.spec.missing_paths()
         notes: list[str] = []
+        if not problems:
+            catalog = self.spec.catalog()
+            for name, table in catalog.tables.items():
+                source = self.spec.sources[name]
+                key = f"sources.{next(n for n in self.spec.model.sources if n.lower() == name)}"
+                try:
+                    footers = parquet_footers(table)
+                except CatalogError as error:
+                    problems.append(f"{self.spec.located(key + '.path')}: {error}")
+                    continue
+                if footers and source.arrival.column is not None:
+                    problem = self._schedule_before(key, column_minimum(footers, source.arrival.column))
+                    if problem is not None:
+                        problems.append(problem)
         if not problems:
             schemas, unread = self.spec.catalog().footer_schemas()
             if unread:
@@ -251,6 +275,8 @@ class StandingQuery:
                     parse_query(self.spec.sql, visible, self.spec.dialect)
                 except SqlError as error:
                     problems.append(str(self.spec.sql_error(error.detail, error.line, error.column)))
+        if not problems:
+            problems.extend(self._unknown_functions())
         for name in self.spec.unread_sources:
             notes.append(f"sources.{name}: the query reads no row of it, so it is neither landed nor analysed")
         try:
@@ -262,6 +288,53 @@ class StandingQuery:
                 notes.append(f"{recomputed}: recomputed at every time point (methods other than batch and auto "
                              "are refused)")
         return Validation(self.spec, problems, notes)
+
+    def _schedule_before(self, key: str, earliest: object | None) -> str | None:
+        """The problem of a schedule of one cycle whose every time point is before ``earliest``,
+        the least arrival value of source ``key`` (``sources.x``): no row of it arrives within
+        the schedule. ``None`` when the schedule repeats (a later cycle reaches the data), or
+        the values cannot be compared."""
+        if earliest is None or self.spec.cycle(1) is not None:
+            return None
+        values = self.spec.time_points().values
+        last = max(values)
+        if isinstance(last, dt.datetime) != isinstance(earliest, dt.datetime) \
+                and isinstance(last, dt.date) and isinstance(earliest, dt.date):
+            before = _day(last) < _day(earliest)  # a date against a timestamp: only a whole day apart counts
+        elif isinstance(last, (int, float)) != isinstance(earliest, (int, float)) or isinstance(earliest, bool):
+            return None
+        else:
+            try:
+                before = last < earliest  # type: ignore[operator]
+            except TypeError:
+                return None
+        if not before:
+            return None
+        points = f"{_shown(values[0])}" if len(values) == 1 else f"{_shown(values[0])} … {_shown(last)}"
+        return (f"{self.spec.located('schedule')}: every time point ({points}) is before the earliest arrival of "
+                f"{key} ({_shown(earliest)}, from its files' statistics): no row of it arrives within the schedule")
+
+    def _unknown_functions(self) -> list[str]:
+        """One problem per call of a function neither sqlglot nor Spark knows, at its position;
+        Spark is asked only if the query calls a function sqlglot does not know."""
+        from tempura.errors import SqlError
+        from tempura.sql.clock import unknown_calls
+
+        try:
+            calls = unknown_calls(self.spec.sql, self.spec.dialect)
+        except SqlError:  # a syntax error: the binding or the planning names it
+            return []
+        if not calls:
+            return []
+        known: dict[str, bool] = {}
+        out = []
+        for call in calls:
+            if call.name not in known:
+                known[call.name] = bool(self.spark.catalog.functionExists(call.name))
+            if not known[call.name]:
+                out.append(str(self.spec.sql_error(f"unknown function {call.name} (neither sqlglot nor Spark knows it)",
+                                                   call.line, call.column)))
+        return out
 
     def plan(self, method: str = "auto", *, selector: str = "auto", output: str | None = None,
              no_rules: Iterable[str] = (), ilp_limit: int | None = None, state_budget: str | float | None = None,
@@ -522,6 +595,19 @@ class StandingQuery:
         return CostConstants.from_mapping(pairs), set(pairs)
 
 
+def _day(value: dt.date) -> dt.date:
+    return value.date() if isinstance(value, dt.datetime) else value
+
+
+def _shown(value: object) -> str:
+    """A time value as a message shows it: ISO dates and timestamps, numbers as written."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
 def _choice(what: str, value: str, known: Sequence[str]) -> None:
     if value not in known:
         raise TempuraError(f"{what} '{value}' is not one of {', '.join(known)}")
@@ -529,3 +615,4 @@ def _choice(what: str, value: str, known: Sequence[str]) -> None:
 
 __all__ = ["DEFAULT_WORKDIR", "METHODS", "SELECTORS", "PlanChoice", "RunHistory", "RunOutcome", "StandingQuery",
            "Validation"]
+

@@ -10,6 +10,9 @@ Functions whose value is chance (``rand()``, ``uuid()``, ``shuffle()``, ...) or 
 Spark splits the work (``monotonically_increasing_id()``, ``input_file_name()``) have no result
 to maintain: :func:`chance_calls` finds them, for the planner to refuse them or, where the spec
 asks, to recompute them.
+
+A call of a function sqlglot does not know, and that is none of those, is for Spark to know or
+not: :func:`unknown_calls` finds them, for ``validate`` to ask Spark about.
 """
 
 from __future__ import annotations
@@ -80,6 +83,18 @@ def time_calls(sql: str, dialect: str = "spark") -> list[Call]:
 def chance_calls(sql: str, dialect: str = "spark") -> list[Call]:
     """The calls of ``sql`` whose value is chance, in the order they are written."""
     return _calls(sql, dialect, is_chance)
+
+
+def is_unknown(node: exp.Expr) -> bool:
+    """Whether ``node`` calls a function sqlglot does not know (:class:`exp.Anonymous`) and that
+    is not one of the clock's or chance's, which Spark has built in."""
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() not in _CLOCK_NAMES | _CHANCE_NAMES
+
+
+def unknown_calls(sql: str, dialect: str = "spark") -> list[Call]:
+    """The calls of ``sql`` of functions sqlglot does not know (:func:`is_unknown`), in the order
+    they are written: only Spark can say whether each exists (built in, or registered)."""
+    return _calls(sql, dialect, is_unknown)
 
 
 def reads_clock(expression: exp.Expr) -> bool:

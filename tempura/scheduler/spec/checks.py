@@ -59,7 +59,7 @@ def load_spec(path: str | Path) -> Spec:
     _check_paths(document, model)
     _check_cost(document, model)
     budget_key = _located(document, ("state_budget",), "").removesuffix(": ") if model.state_budget is not None else None
-    path_keys: list[KeyPath] = [("sources", name, "path") for name in model.sources] + [("query_file",)]
+    path_keys: list[KeyPath] = [("sources", name, "path") for name in model.sources] + [("query_file",), ("schedule",)]
     where = tuple((key_text(key), _located(document, key, "").removesuffix(": ")) for key in path_keys)
     key = ("query",) if model.query is not None else ("query_file",)
     return Spec(model, document.path, _query_text(document, model), budget_key, where, document.path.resolve().parent,

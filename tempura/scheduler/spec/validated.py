@@ -35,7 +35,7 @@ class Spec:
     path: Path
     sql: str
     budget_key: str | None = None  # where state_budget is set ("file, line N: state_budget"), for errors
-    where: tuple[tuple[str, str], ...] = ()  # key path -> "file, line N: key path", for the paths' errors
+    where: tuple[tuple[str, str], ...] = ()  # key path -> "file, line N: key path", for validate's messages
     home: Path | None = None  # the spec file's folder, absolute, as of loading (the working folder may change)
     query_origin: tuple[int, int] | None = None  # where an inline query's text starts in the file (line, column)
     query_line: int | None = None  # the line of the query key (query, or query_file)
@@ -229,6 +229,11 @@ class Spec:
                 key = key_text(key_path)
                 out.append(f"{keys.get(key, f'{self.path}: {key}')}: {local} does not exist")
         return out
+
+    def located(self, key: str) -> str:
+        """``file, line N: key`` for a key the spec sets (a source's ``path``, ``query_file``,
+        ``schedule``): where a message about it starts."""
+        return dict(self.where).get(key, f"{self.path}: {key}")
 
     def catalog(self) -> Catalog:
         """The sources as catalog tables, named in lower case."""
