@@ -96,7 +96,7 @@ def main() -> None:
 @catalog_option
 @dialect_option
 @click.argument("sql")
-@click.option("--out", type=click.Path(), help="Write the result here instead of printing it.")
+@click.option("--out", type=click.Path(), help="Write the result to this folder instead of printing it (CSV: one file, part-00000.csv, with one header).")
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "json"]), default="csv", show_default=True)
 @click.option("--limit", default=50, show_default=True, help="Rows to print.")
 @user_errors

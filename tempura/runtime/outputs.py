@@ -11,13 +11,15 @@ and the CSV and JSON writers cut timestamps to milliseconds. :func:`write_output
 - **parquet**, **orc**: Spark's own encoding, exact as it is.
 - **json**: one object per line; NULL fields are written (``"c":null``), timestamps with
   microseconds and their zone offset.
-- **csv** (RFC 4180): a header line; quotes inside a value are doubled, and a value holding the
-  separator, a quote or a line break is quoted; white space is kept as it is. Timestamps have
-  microseconds and their zone offset, dates are ``yyyy-MM-dd``. **NULL** is an unquoted empty
-  field and the **empty string** is ``""``. A row of a one-column result holding NULL would be
-  an empty line, so a one-column result writes NULL as ``NULL`` instead; when a one-column
-  string result holds the text ``NULL`` itself, another marker that it does not hold (``\\N``,
-  then ``NULL_1``, ...) is used and kept in the folder's hidden file ``_null_marker``.
+- **csv** (RFC 4180): one file in the folder, ``part-00000.csv`` (:data:`CSV_FILE`), written
+  by one Spark task and renamed into place, with one header line; quotes inside a value are
+  doubled, and a value holding the separator, a quote or a line break is quoted; white space is
+  kept as it is. Timestamps have microseconds and their zone offset, dates are ``yyyy-MM-dd``.
+  **NULL** is an unquoted empty field and the **empty string** is ``""``. A row of a one-column
+  result holding NULL would be an empty line, so a one-column result writes NULL as ``NULL``
+  instead; when a one-column string result holds the text ``NULL`` itself, another marker that
+  it does not hold (``\\N``, then ``NULL_1``, ...) is used and kept in the folder's hidden file
+  ``_null_marker``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ JSON_READ_OPTIONS = {"mode": "FAILFAST", "allowNonNumericNumbers": "true", **DAT
 NULL_MARKER = "NULL"
 MARKER_FILE = "_null_marker"
 
+# The one file of a CSV delivery's folder, named as Spark names the first part of its outputs.
+CSV_FILE = "part-00000.csv"
+
 
 def _check_format(fmt: str) -> None:
     if fmt not in FORMATS:
@@ -114,26 +119,58 @@ def read_output(spark: SparkSession, path: Path | str, fmt: str, schema: StructT
 
 
 def _write_csv(frame: DataFrame, folder: str) -> None:
+    """The CSV delivery: the folder ``folder`` holding one file, :data:`CSV_FILE`, with one
+    header line (and ``_null_marker`` where needed). Spark writes the rows through one task
+    (``coalesce(1)``, so it runs on a cluster as on one machine) to a hidden temporary folder
+    beside ``folder``; its one part file is renamed to :data:`CSV_FILE` there, and the temporary
+    folder is renamed over ``folder``: a reader finds the whole file or the folder before."""
+    import uuid
+
     from pyspark.sql.types import StringType
 
-    fields = frame.schema.fields
-    if len(fields) != 1:
-        frame.write.mode("overwrite").options(**CSV_WRITE_OPTIONS).csv(folder)
-        return
-    if not isinstance(fields[0].dataType, StringType):
-        # no number, date, timestamp or boolean is written as NULL
-        frame.write.mode("overwrite").options(**{**CSV_WRITE_OPTIONS, "nullValue": NULL_MARKER}).csv(folder)
-        return
-    from pyspark import StorageLevel
+    from tempura.runtime.files import Files
 
-    kept = frame.persist(StorageLevel.MEMORY_AND_DISK)  # the marker is chosen from the rows written
+    files = Files(frame.sparkSession)
+    parent, _, name = folder.rstrip("/").rpartition("/")
+    temporary = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+    fields = frame.schema.fields
     try:
-        marker = _free_marker(kept)
-        kept.write.mode("overwrite").options(**{**CSV_WRITE_OPTIONS, "nullValue": marker}).csv(folder)
+        if len(fields) != 1:
+            _write_one_csv(frame, temporary, CSV_WRITE_OPTIONS)
+        elif not isinstance(fields[0].dataType, StringType):
+            # no number, date, timestamp or boolean is written as NULL
+            _write_one_csv(frame, temporary, {**CSV_WRITE_OPTIONS, "nullValue": NULL_MARKER})
+        else:
+            from pyspark import StorageLevel
+
+            kept = frame.persist(StorageLevel.MEMORY_AND_DISK)  # the marker is chosen from the rows written
+            try:
+                marker = _free_marker(kept)
+                _write_one_csv(kept, temporary, {**CSV_WRITE_OPTIONS, "nullValue": marker})
+            finally:
+                kept.unpersist()
+            if marker != NULL_MARKER:
+                _write_text(frame.sparkSession, f"{temporary}/{MARKER_FILE}", marker)
+        files.delete(folder)
+        files.rename(temporary, folder)
     finally:
-        kept.unpersist()
-    if marker != NULL_MARKER:
-        _write_text(frame.sparkSession, f"{folder.rstrip('/')}/{MARKER_FILE}", marker)
+        files.delete(temporary)  # nothing left behind by a failed write
+
+
+def _write_one_csv(frame: DataFrame, temporary: str, options: dict[str, str]) -> None:
+    """Write ``frame`` to the new folder ``temporary`` as one CSV file named :data:`CSV_FILE`
+    (Spark's markers removed)."""
+    from tempura.runtime.files import Files
+
+    frame.coalesce(1).write.mode("overwrite").options(**options).csv(temporary)
+    files = Files(frame.sparkSession)
+    parts = [n for n in files.children(temporary) if n.startswith("part-")]
+    if len(parts) != 1:
+        raise ExecutionError(f"writing {temporary}: Spark wrote {len(parts)} CSV files, not one")
+    files.rename(f"{temporary}/{parts[0]}", f"{temporary}/{CSV_FILE}")
+    for marker in files.children(temporary):
+        if marker != CSV_FILE:  # _SUCCESS, and the checksums of the part file under its old name
+            files.delete(f"{temporary}/{marker}")
 
 
 def _free_marker(frame: DataFrame) -> str:
@@ -203,4 +240,4 @@ def _read_text(spark: SparkSession, path: str) -> str | None:
         stream.close()
 
 
-__all__ = ["FORMATS", "SELF_DESCRIBING", "read_output", "write_output"]
+__all__ = ["CSV_FILE", "FORMATS", "SELF_DESCRIBING", "read_output", "write_output"]

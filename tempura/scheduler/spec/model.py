@@ -392,7 +392,8 @@ class OutputSpec(_Strict):
     table: Annotated[str, AfterValidator(table_name)] | None = None
     """Instead of ``path``: a table of Spark's catalog."""
     format: Format = "parquet"
-    """``parquet``, ``csv``, ``json`` or ``orc``."""
+    """``parquet``, ``csv``, ``json`` or ``orc``; a CSV delivery is one file with one header line,
+    ``part-00000.csv`` in the folder (in the partition's, for ``delta``)."""
     mode: Literal["snapshot", "delta"] = "snapshot"
     """``snapshot``: each delivery replaces the contents; ``delta``: each delivery's change is
     appended as a partition."""
