@@ -330,7 +330,10 @@ class StandingQuery:
         out = []
         for call in calls:
             if call.name not in known:
-                known[call.name] = bool(self.spark.catalog.functionExists(call.name))
+                try:
+                    known[call.name] = bool(self.spark.catalog.functionExists(call.name))
+                except Exception:  # noqa: BLE001 - Spark refuses the name (a database it has not): not a function it knows
+                    known[call.name] = False
             if not known[call.name]:
                 out.append(str(self.spec.sql_error(f"unknown function {call.name} (neither sqlglot nor Spark knows it)",
                                                    call.line, call.column)))

@@ -133,6 +133,10 @@ def test_an_unknown_function_is_named_at_its_position(spark: Any, tmp_path: Path
     found = StandingQuery(spec, spark=spark).validate()
     assert found.problems == [f"{spec}, line 4, column 9: query: unknown function foo_bar (neither sqlglot nor "
                               "Spark knows it)"]
+    qualified = spec_at(tmp_path, text.replace("foo_bar(price)", "nodb.nofn(price)"))
+    assert StandingQuery(qualified, spark=spark).validate().problems == [
+        f"{qualified}, line 4, column 9: query: unknown function nodb.nofn (neither sqlglot nor Spark knows it)"]
+    spec = spec_at(tmp_path, text)
     spark.udf.register("foo_bar", lambda x: x, "bigint")  # a function registered in the session is known
     try:
         assert StandingQuery(spec, spark=spark).validate().ok

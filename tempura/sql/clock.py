@@ -93,8 +93,17 @@ def is_unknown(node: exp.Expr) -> bool:
 
 def unknown_calls(sql: str, dialect: str = "spark") -> list[Call]:
     """The calls of ``sql`` of functions sqlglot does not know (:func:`is_unknown`), in the order
-    they are written: only Spark can say whether each exists (built in, or registered)."""
-    return _calls(sql, dialect, is_unknown)
+    they are written, each named as written with its database (``db.f``) where it has one: only
+    Spark can say whether each exists (built in, or registered)."""
+    tree = parse_sql(sql, dialect)
+    qualified = {id(node.expression): f"{node.this.sql(dialect=dialect)}.{_name(node.expression)}"
+                 for node in tree.find_all(exp.Dot) if isinstance(node.expression, exp.Anonymous)}
+    out = []
+    for node in tree.walk():
+        if is_unknown(node):
+            line, column = position_of(node.parent if id(node) in qualified else node, sql)
+            out.append(Call(qualified.get(id(node), _name(node)), line, column))
+    return sorted(out, key=lambda c: (c.line or 0, c.column or 0))
 
 
 def reads_clock(expression: exp.Expr) -> bool:
