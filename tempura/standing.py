@@ -277,6 +277,14 @@ class StandingQuery:
                     problems.append(str(self.spec.sql_error(error.detail, error.line, error.column)))
         if not problems:
             problems.extend(self._unknown_functions())
+        window = self.spec.now_window
+        if window is not None:
+            from tempura.scheduler.freshness import duration_words
+
+            at = self.spec.query_position(window.line, window.position)
+            where = f" (line {at[1]}, column {at[2]})" if at is not None else ""
+            notes.append(f"{window.describe()}{where}: maintained as a range query over the last "
+                         f"{duration_words(window.length.total_seconds())} (schedule.range), not recomputed")
         for name in self.spec.unread_sources:
             notes.append(f"sources.{name}: the query reads no row of it, so it is neither landed nor analysed")
         try:

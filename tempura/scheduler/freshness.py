@@ -100,16 +100,16 @@ class FreshnessChoice:
 
     def text(self) -> str:
         """The candidates side by side and the choice, as ``tempura plan`` prints them."""
-        lines = [f"time points for target_lag {_duration(self.target_lag_seconds)} over "
-                 f"{_duration(self.span_seconds)} from {self.start} (lag_weight {self.lag_weight:g}; "
+        lines = [f"time points for target_lag {duration_words(self.target_lag_seconds)} over "
+                 f"{duration_words(self.span_seconds)} from {self.start} (lag_weight {self.lag_weight:g}; "
                  "work is the model's estimate, in seconds):",
                  f"  {'points':>6}  {'every':>8}  {'work (s)':>9}  {'oldest result':>13}  "
                  f"{'past target (s)':>15}  {'objective':>9}"]
         for c in self.candidates:
             mark = "*" if c.points == self.chosen.points else " "
-            lines.append(f"{mark} {c.points:>6}  {_duration(c.every_seconds):>8}  {c.work_seconds:>9.1f}  "
-                         f"{_duration(c.worst_age_seconds):>13}  {c.overshoot_seconds:>15.1f}  {c.objective:>9.1f}")
-        lines.append(f"chosen: {self.chosen.points} time points, every {_duration(self.chosen.every_seconds)}: "
+            lines.append(f"{mark} {c.points:>6}  {duration_words(c.every_seconds):>8}  {c.work_seconds:>9.1f}  "
+                         f"{duration_words(c.worst_age_seconds):>13}  {c.overshoot_seconds:>15.1f}  {c.objective:>9.1f}")
+        lines.append(f"chosen: {self.chosen.points} time points, every {duration_words(self.chosen.every_seconds)}: "
                      f"{self.reason}")
         return "\n".join(lines)
 
@@ -126,7 +126,7 @@ class FreshnessChoice:
                                float(raw["span_seconds"]), chosen, candidates, str(raw["reason"]))
 
 
-def _duration(seconds: float) -> str:
+def duration_words(seconds: float) -> str:
     """``1h30m``, ``45m``, ``12s``: a length of time in words a schedule uses."""
     whole = int(round(seconds))
     if whole < 60:

@@ -451,7 +451,7 @@ def recompute_only(spec: Spec) -> str | None:
         raise spec.sql_error(f"{first.name}() gives another value at every run, so no result of the query can be "
                              "maintained or checked (set nondeterministic: recompute in the spec to recompute it at "
                              "every time point)", first.line, first.column)
-    clock = time_calls(spec.sql, spec.dialect)
+    clock = time_calls(spec.planning_sql, spec.dialect)  # a window relative to now kept by the range is not recomputed
     if clock and not all(isinstance(v, dt.datetime) for v in spec.time_points().values):
         raise spec.sql_error(f"{clock[0].name}() is the time point's time, but the schedule's time points are not "
                              "timestamps", clock[0].line, clock[0].column)
@@ -503,7 +503,7 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Locati
         all_schemas = catalog.schemas(spark)
     schemas = {t: {c: ty for c, ty in cols.items() if c not in hidden_columns(spec, t)} for t, cols in all_schemas.items()}
     try:
-        query = parse_query(spec.sql, schemas, spec.dialect, analyzed_types(spark) if spark is not None else None)
+        query = parse_query(spec.planning_sql, schemas, spec.dialect, analyzed_types(spark) if spark is not None else None)
     except SqlError as error:
         raise spec.sql_error(error.detail, error.line, error.column) from None
     if spark is not None:

@@ -135,3 +135,98 @@ def sql_at_time(sql: str, dialect: str, now: dt.datetime) -> str:
     is by definition: :func:`at_time`)."""
     tree = parse_sql(sql, dialect)
     return at_time(tree, now).sql(dialect="spark")
+
+
+_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
+
+
+@dataclass(frozen=True)
+class NowWindow:
+    """A window relative to now in a query: the rows of ``table`` whose ``column`` is within
+    ``length`` of the clock, and the query without that condition (``sql``, in its dialect)."""
+
+    table: str
+    column: str
+    length: dt.timedelta
+    sql: str
+    line: int | None = None
+    position: int | None = None
+
+    def describe(self) -> str:
+        return f"the window {self.table}.{self.column} > now() - INTERVAL …"
+
+
+def _interval(node: exp.Expr) -> dt.timedelta | None:
+    """A fixed-length ``INTERVAL`` literal (seconds to weeks) as a duration; months and years,
+    whose length varies, are not."""
+    if not isinstance(node, exp.Interval):
+        return None
+    value, unit = node.this, node.args.get("unit")
+    text = value.this if isinstance(value, exp.Literal) else None
+    if text is None:
+        return None
+    words = str(text).split()
+    if unit is None and len(words) == 2:  # INTERVAL '2 hours'
+        text, name = words
+    elif unit is not None and len(words) == 1:
+        name = unit.name
+    else:
+        return None
+    seconds = _SECONDS.get(name.lower().rstrip("s"))
+    try:
+        amount = float(text)
+    except ValueError:
+        return None
+    return dt.timedelta(seconds=amount * seconds) if seconds is not None and amount > 0 else None
+
+
+def _is_now(node: exp.Expr) -> bool:
+    return is_clock(node) and _name(node) in ("now", "current_timestamp")
+
+
+def now_window(sql: str, dialect: str, arrival: dict[str, str]) -> NowWindow | None:
+    """The query's window relative to now, if it is one a range query keeps: a single ``SELECT``
+    over one table (``arrival`` maps each table to its arrival column) whose ``WHERE`` has a
+    conjunct ``column > now() - INTERVAL …`` (or ``now() - INTERVAL … < column``) over that
+    table's arrival column, a fixed length, and no other reading of the clock. ``None``
+    otherwise (such a query is recomputed at every time point)."""
+    try:
+        tree = parse_sql(sql, dialect).copy()
+    except Exception:  # a query that does not parse: loading it says so
+        return None
+    if not isinstance(tree, exp.Select) or len(list(tree.find_all(exp.Select))) != 1 or tree.args.get("joins"):
+        return None
+    source = tree.args.get("from_") or tree.args.get("from")
+    table = source.this if source is not None else None
+    where = tree.args.get("where")
+    if not isinstance(table, exp.Table) or where is None:
+        return None
+    name = table.name.lower()
+    column = arrival.get(name)
+    if column is None:
+        return None
+    names = {name, table.alias_or_name.lower()}
+    conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    found: list[tuple[exp.Expr, dt.timedelta]] = []
+    for condition in conjuncts:
+        if isinstance(condition, exp.GT):
+            side, bound = condition.this, condition.expression
+        elif isinstance(condition, exp.LT):
+            side, bound = condition.expression, condition.this
+        else:
+            continue
+        if not (isinstance(side, exp.Column) and side.name.lower() == column.lower()
+                and (not side.table or side.table.lower() in names)):
+            continue
+        if isinstance(bound, exp.Sub) and _is_now(bound.this) and (length := _interval(bound.expression)) is not None:
+            found.append((condition, length))
+    if len(found) != 1:
+        return None
+    condition, length = found[0]
+    inside = {id(n) for n in condition.walk()}
+    if any(is_clock(n) and id(n) not in inside for n in tree.walk()):
+        return None
+    line, position = position_of(condition, sql)
+    rest = [c for c in conjuncts if c is not condition]
+    tree.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
+    return NowWindow(name, column, length, tree.sql(dialect=dialect), line, position)

@@ -58,11 +58,13 @@ def load_spec(path: str | Path) -> Spec:
     _check_expected(document, model, points.k)
     _check_paths(document, model)
     _check_cost(document, model)
+    sql = _query_text(document, model)
+    model = _now_window_range(model, sql)
     budget_key = _located(document, ("state_budget",), "").removesuffix(": ") if model.state_budget is not None else None
     path_keys: list[KeyPath] = [("sources", name, "path") for name in model.sources] + [("query_file",), ("schedule",)]
     where = tuple((key_text(key), _located(document, key, "").removesuffix(": ")) for key in path_keys)
     key = ("query",) if model.query is not None else ("query_file",)
-    return Spec(model, document.path, _query_text(document, model), budget_key, where, document.path.resolve().parent,
+    return Spec(model, document.path, sql, budget_key, where, document.path.resolve().parent,
                 document.text_origin(("query",)) if model.query is not None else None, document.line_of(key))
 
 
@@ -287,6 +289,29 @@ def _check_target_lag(document: YamlDocument, model: SpecFile) -> SpecFile:
     if schedule.deadline is None:  # cycles that continue one another, each LAGS_PER_CYCLE target lags long
         schedule = schedule.model_copy(update={"endless": True})
     return model.model_copy(update={"schedule": with_points(schedule, points)})
+
+
+def _now_window_range(model: SpecFile, sql: str) -> SpecFile:
+    """A query over one source whose rows are those that arrived within a fixed length of now
+    (:func:`~tempura.sql.clock.now_window`), on a schedule stepping by ``every``, is a range
+    query: the model with ``range: {length, slide: every}``, maintained as one (the planner
+    reads the query without the condition: :attr:`Spec.planning_sql`). A window shorter than
+    the step, or on an endless, explicit, ranged or ``target_lag`` schedule, stays as written
+    (recomputed at every time point)."""
+    from tempura.scheduler.spec.model import RangeSpec
+    from tempura.sql.clock import now_window
+
+    schedule = model.schedule
+    if (schedule.every is None or schedule.range is not None or schedule.endless or schedule.at is not None
+            or schedule.target_lag is not None or not isinstance(schedule.every, dt.timedelta)):
+        return model
+    arrival = {name.lower(): source.arrival.column for name, source in model.sources.items()
+               if source.arrival.column is not None}
+    window = now_window(sql, model.dialect, arrival)
+    if window is None or window.length < schedule.every:
+        return model
+    ranged = RangeSpec.model_construct(length=window.length, slide=schedule.every)
+    return model.model_copy(update={"schedule": schedule.model_copy(update={"range": ranged})})
 
 
 def _check_lags(document: YamlDocument, model: SpecFile, points: TimePoints) -> None:

@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from tempura.catalog import Catalog, TableSource
 from tempura.errors import SqlError
@@ -25,6 +25,9 @@ from tempura.tvr.arrival import ArrivalModel
 from tempura.tvr.bounds import KeyRule, reach
 from tempura.tvr.time import TimePoints, TimeValue
 from tempura.yamlfile import KeyPath, key_text
+
+if TYPE_CHECKING:
+    from tempura.sql.clock import NowWindow
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,26 @@ class Spec:
             if name.lower() in read:
                 read |= {target.lower() for target in source.arrival.with_}
         return tuple(name for name in self.model.sources if name.lower() not in read)
+
+    @cached_property
+    def now_window(self) -> NowWindow | None:
+        """The query's window relative to now that the schedule's ``range`` keeps, if it has one
+        (:func:`~tempura.sql.clock.now_window`): the planner reads the query without it."""
+        from tempura.sql.clock import now_window
+
+        ranged = self.model.schedule.range
+        if ranged is None:
+            return None
+        arrival = {name: source.arrival.column for name, source in self.sources.items()
+                   if source.arrival.column is not None}
+        window = now_window(self.sql, self.dialect, arrival)
+        return window if window is not None and window.length == ranged.length else None
+
+    @property
+    def planning_sql(self) -> str:
+        """The query as the planner reads it: without a window relative to now that the range
+        keeps (:attr:`now_window`), else as written."""
+        return self.now_window.sql if self.now_window is not None else self.sql
 
     def time_points(self) -> TimePoints:
         """The cycle's time points, with the indices whose results are delivered."""
