@@ -31,6 +31,7 @@ SCHEMAS = {
     **tpch.SCHEMA,
     "t": {"a": "int", "b": "bigint", "c": "string", "d": "double", "e": "date"},
     "u": {"a": "int", "f": "bigint", "g": "string"},
+    "sales": {"id": "bigint", "country": "string", "ts": "timestamp", "day": "date"},
 }
 
 

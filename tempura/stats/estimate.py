@@ -268,9 +268,10 @@ class Estimator:
         known = source.columns.get(expression_key(expression))
         if known is not None and known.ndv is not None:
             return base.replace(ndv=min(known.ndv, source.rows), nulls=known.nulls)
-        years = year_span(expression, source)
-        if years is not None:
-            return base.replace(ndv=min(years, source.rows), nulls=0.0)
+        buckets = time_buckets(expression, source)
+        if buckets is not None:
+            nulls = max((source.columns[r].nulls or 0.0) for r in refs if r in source.columns)
+            return base.replace(ndv=min(buckets, source.rows), nulls=nulls)
         linear = affine(expression, source)
         if linear is not None:
             name, scale, offset = linear
@@ -618,26 +619,63 @@ def _union_column(f: Field, a: ColumnStats, b: ColumnStats, rows_a: float, rows_
 
 DAYS_PER_YEAR = 365.2425
 
+# A calendar unit's length in seconds (months, quarters and years on average), by the names
+# date_trunc and trunc take.
+_UNIT_SECONDS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0, "week": 7 * 86400.0,
+                 "month": DAYS_PER_YEAR / 12 * 86400.0, "quarter": DAYS_PER_YEAR / 4 * 86400.0,
+                 "year": DAYS_PER_YEAR * 86400.0}
+_UNIT_NAMES = {"ss": "second", "mi": "minute", "hh": "hour", "dd": "day", "d": "day", "wk": "week",
+               "mm": "month", "mon": "month", "q": "quarter", "yy": "year", "yyyy": "year"}
+# A field of a date or timestamp: its unit and how many values it cycles through.
+_FIELDS: dict[type[exp.Expr], tuple[str, float]] = {
+    exp.Year: ("year", math.inf), exp.Quarter: ("quarter", 4.0), exp.Month: ("month", 12.0),
+    exp.Week: ("week", 53.0), exp.DayOfWeek: ("day", 7.0), exp.DayOfMonth: ("day", 31.0),
+    exp.DayOfYear: ("day", 366.0), exp.Hour: ("hour", 24.0), exp.Minute: ("minute", 60.0),
+    exp.Second: ("second", 60.0)}
 
-def year_span(expression: exp.Expr, stats: RelStats) -> float | None:
-    """Distinct years of ``EXTRACT(YEAR FROM d)`` / ``YEAR(d)`` for a date column with a range."""
+
+def _unit(node: exp.Expr | None) -> str | None:
+    if node is None:
+        return None
+    text = (node.name if isinstance(node, (exp.Var, exp.Literal)) else node.sql()).strip("'").lower()
+    text = _UNIT_NAMES.get(text, text.rstrip("s") if text.endswith("s") and text != "s" else text)
+    return text if text in _UNIT_SECONDS else None
+
+
+def time_buckets(expression: exp.Expr, stats: RelStats) -> float | None:
+    """At most how many values a calendar function of a date or timestamp column with a range
+    takes: ``date_trunc('HOUR', ts)`` one per hour the range spans, ``CAST(ts AS DATE)`` one per
+    day, ``EXTRACT(YEAR FROM d)`` one per year, ``hour(ts)`` at most 24, ``month(d)`` at most
+    12, ... (``None``: not such a function, or no range). A timestamp's distinct values are
+    nearly its rows; grouped by the hour, they are the hours."""
     node = expression.unnest()
-    if isinstance(node, exp.Extract) and node.this.name.upper() == "YEAR":
-        target = node.expression
-    elif isinstance(node, exp.Year):
+    cycle = math.inf
+    if isinstance(node, exp.Extract):
+        unit, target = _unit(node.this), node.expression
+        cycle = {"quarter": 4.0, "month": 12.0, "hour": 24.0, "minute": 60.0, "second": 60.0}.get(unit or "", math.inf)
+    elif isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+        unit, target = _unit(node.args.get("unit")), node.this
+    elif isinstance(node, exp.TsOrDsToDate) or (isinstance(node, (exp.Cast, exp.TryCast)) and node.to.is_type("date")):
+        unit, target = "day", node.this
+    elif type(node) in _FIELDS:
+        unit, cycle = _FIELDS[type(node)]
         target = node.this
     else:
         return None
+    while isinstance(target, (exp.TsOrDsToDate, exp.Cast, exp.TryCast, exp.Paren)):
+        target = target.this  # the field of a date made of the column
     name = column_ref(target, stats)
     column = stats.columns.get(name) if name is not None else None
-    if column is None or not column.has_range or column.kind not in ("date", "timestamp"):
+    if unit is None or column is None or not column.has_range or column.kind not in ("date", "timestamp"):
         return None
     assert column.min is not None and column.max is not None
-    span = column.max - column.min
-    if column.kind == "timestamp":
-        span /= 86400.0
-    years = math.floor((column.min + span) / DAYS_PER_YEAR) - math.floor(column.min / DAYS_PER_YEAR) + 1.0
-    return max(years, 1.0)
+    scale = 86400.0 if column.kind == "date" else 1.0  # a date counts days, a timestamp seconds
+    length = _UNIT_SECONDS[unit]
+    low, high = column.min * scale, column.max * scale
+    spanned = math.floor(high / length) - math.floor(low / length) + 1.0
+    if unit in ("week", "month", "quarter", "year"):  # calendar units not aligned on the epoch
+        spanned = math.floor((high - low) / length) + 2.0
+    return max(1.0, min(spanned, cycle))
 
 
 def affine(expression: exp.Expr, stats: RelStats) -> tuple[str, float, float] | None:
