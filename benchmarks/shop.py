@@ -21,6 +21,7 @@ result.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import shutil
@@ -66,10 +67,12 @@ def split_per_interval(spark: SparkSession, spec: Spec, out: Path) -> None:
             frame.where(f"{low}`{column}` <= TIMESTAMP '{upper}'").coalesce(1).write.parquet(str(target / f"k={k:02d}"))
 
 
-def snapshot_result(spark: SparkSession, spec: Spec, data: Path, at: dt.datetime) -> tuple[list[tuple[Any, ...]], list[str]]:
+def snapshot_result(spark: SparkSession, spec: Spec, data: Path, at: dt.datetime
+                    ) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
     """``spark.sql`` of the spec's query over the generated data as it stood at ``at``: each
     source's rows that arrived by then (a change feed: its insertions less its deletions, as
-    multisets, matched on every column but the operation and the arrival time); returns the rows and the result's column names."""
+    multisets, matched on every column but the operation and the arrival time); returns the rows
+    and the result's columns, each its name and Spark type (:func:`columns_of`)."""
     for name, source in spec.sources.items():
         frame = spark.read.parquet(str(data / name))
         column = source.arrival.column
@@ -81,7 +84,12 @@ def snapshot_result(spark: SparkSession, spec: Spec, data: Path, at: dt.datetime
             frame = frame.where(f"`{op}` = 'I'").select(*kept).exceptAll(frame.where(f"`{op}` = 'D'").select(*kept))
         frame.createOrReplaceTempView(name)
     result = spark.sql(spec.sql)
-    return [tuple(r) for r in result.collect()], result.columns
+    return [tuple(r) for r in result.collect()], columns_of(result)
+
+
+def columns_of(frame: DataFrame) -> list[tuple[str, str]]:
+    """A frame's columns: each its name and Spark type (``decimal(20,2)``, ``timestamp``)."""
+    return [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
 
 
 @dataclass
@@ -130,9 +138,13 @@ def by_clock(spark: SparkSession, spec_path: Path, staged: Path, folder: Path, m
         for result in done:
             if result.delivered is None:
                 continue
-            expected, _ = snapshot_result(spark, spec, spec_path.parent / "data", at)
-            got = [tuple(r) for r in spark.read.parquet(result.delivered).collect()]
+            expected, columns = snapshot_result(spark, spec, spec_path.parent / "data", at)
+            delivered = spark.read.parquet(result.delivered)
+            got = [tuple(r) for r in delivered.collect()]
             outcome = compare_results(expected, got)
+            if outcome.equal and columns_of(delivered) != columns:  # the same rows, and the same names and types
+                outcome = dataclasses.replace(outcome, equal=False,
+                                              reason=f"columns {columns_of(delivered)}, not spark.sql's {columns}")
             work = result.manifest.get("run", {}).get("work", {})
             deliveries.append(Delivery(spec.name, method, at, result.cycle, result.index, len(got), outcome.equal,
                                        outcome.reason or "", round(seconds, 2),

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.shop import snapshot_result
+from benchmarks.shop import columns_of, snapshot_result
 from scenarios import prepared_scenario
 from tempura.errors import TempuraError
 from tempura.runtime import compare_results
@@ -145,9 +145,9 @@ def test_the_runner_chooses_keeps_and_runs_the_points(spark: Any, tmp_path: Path
     data = spec_path.parent / "data"
     for result in done:
         assert result.delivered is not None
-        expected, names = snapshot_result(spark, first.spec, data, result.time)
+        expected, columns = snapshot_result(spark, first.spec, data, result.time)
         delivered = spark.read.parquet(result.delivered)
-        assert delivered.columns == names
+        assert columns_of(delivered) == columns  # the names and the types spark.sql gives
         outcome = compare_results(expected, [tuple(r) for r in delivered.collect()])
         assert outcome.equal, f"{result.time}: {outcome.reason}"
     status = StandingQuery(spec_path, workdir=work).status(now=dt.datetime(2026, 12, 1, 1))
