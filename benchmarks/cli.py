@@ -693,6 +693,49 @@ def bench_shop(scale: float, scenarios: tuple[str, ...], methods: tuple[str, ...
     sys.exit(0 if deliveries and all(d.correct for d in deliveries) else 1)
 
 
+@bench.command("freshness")
+@click.option("--scale", default=0.01, show_default=True, type=float, help="Of the shop's data (1: 100,000 orders).")
+@click.option("--rounds", default=1, show_default=True, type=click.IntRange(min=1), help="Cycles per contender, alternating.")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench/freshness", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_freshness(scale: float, rounds: int, out: str, workdir: str) -> None:
+    """A target_lag schedule (tempura chooses the points) against fixed schedules of 2, 4, 8 and
+    16 points, each run by the clock in a process per time point: the objective the choice
+    weighs, measured (the processes' seconds plus lag_weight times the seconds results were
+    older than the target), beside the model's; every delivery checked against spark.sql
+    (benchmarks.freshness)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from benchmarks import freshness
+    from tempura.runtime import get_spark
+
+    console = Console(stderr=True)
+    report = freshness.run(get_spark(), Path(workdir).resolve(), scale, rounds, lambda m: console.log(m))
+    table = Table(title=f"bench freshness, {report['scenario']} at scale {scale:g}, {rounds} round(s), "
+                        f"medians ({report['seconds']:.0f} s)")
+    for column in ("contender", "points", "work (s)", "process CPU (s)", "past target (s)", "objective",
+                   "÷ target_lag", "model's objective", "equal to spark.sql"):
+        table.add_column(column, justify="left" if column == "contender" else "right")
+    for row in report["summary"]:
+        table.add_row(row["contender"], str(row["points"]), f"{row['median_work_seconds']:.1f}",
+                      f"{row['median_process_cpu_seconds']:.1f}", f"{row['median_past_target_seconds']:.1f}",
+                      f"{row['median_objective']:.1f}", f"{row['ratio_to_target_lag']:.2f}",
+                      "" if row["model_objective"] is None else f"{row['model_objective']:.1f}",
+                      row["deliveries_equal_to_spark_sql"])
+    Console(width=150).print(table)
+    if report["choice"] is not None:
+        from tempura.scheduler.freshness import FreshnessChoice
+
+        click.echo(FreshnessChoice.from_json(report["choice"]).text())
+    click.echo(f"wrote {freshness.write_report(report, Path(out))}")
+    wrong = [w for c in report["cycles"] for w in c["wrong"]]
+    for line in wrong:
+        click.echo(f"wrong: {line}")
+    sys.exit(1 if wrong else 0)
+
+
 @bench.command("faults")
 @click.option("--kills", default=200, show_default=True, type=click.IntRange(min=0), help="Random kill points.")
 @click.option("--pairs", default=20, show_default=True, type=click.IntRange(min=0), help="Pairs of runs started at once.")
