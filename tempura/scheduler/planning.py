@@ -489,7 +489,7 @@ def measured(meter: Meter | None, label: str, purpose: str) -> contextlib.Abstra
 
 def needs_spark(spec: Spec) -> bool:
     """Whether planning must read the data: a source without a declared schema or arrival."""
-    return any(s.schema_ is None or s.expected is None for s in spec.sources.values())
+    return any(s.declared_schema is None or s.expected is None for s in spec.sources.values())
 
 
 def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Location = DEFAULT_WORKDIR,

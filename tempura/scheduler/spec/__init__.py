@@ -12,7 +12,8 @@ A spec names the query, its sources, the schedule and the objective::
                                       # absolute path, or any URI Spark reads (_check_paths)
         format: parquet               # parquet | csv | json | orc
         options: {}                   # optional, passed to Spark's reader
-        schema: {o_id: string}        # optional
+        schema: {o_id: string}        # optional; or strict (the default) | add_columns: how a
+                                      # new file's columns may differ from the committed ones
         arrival: {column: arrived_at} # the column holding each row's arrival time
                                       # (with: {orders: o_id}: each row lands with the row of
                                       # orders whose key it holds in o_id; within: 12h:

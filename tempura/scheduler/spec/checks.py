@@ -212,8 +212,8 @@ def _check_keys(document: YamlDocument, model: SpecFile) -> None:
                 _fail(document, at, "change data can delete a row and land it again: 'with' is for sources that only insert")
         if source.arrival.within is not None and not source.arrival.with_:
             _fail(document, ("sources", name, "arrival", "within"), "says how long after the row it references a row lands: give 'with' too")
-        if source.schema_ is not None:
-            declared = {c.lower() for c in source.schema_}
+        if source.declared_schema is not None:
+            declared = {c.lower() for c in source.declared_schema}
             for key, column in ([(("key",), source.key)] if source.key else []) + [
                     (("arrival", "with", t), c) for t, c in source.arrival.with_.items()]:
                 if column.lower() not in declared:
@@ -234,9 +234,12 @@ def _check_columns_declared(document: YamlDocument, name: str, source: SourceSpe
     if source.history == "fresh" and source.arrival.by == "file":
         _fail(document, ("sources", name, "history"), "a source arriving by file has no arrival values to tell rows "
               "from before a cycle's origin: it keeps every file it finds (history: keep)")
-    if source.schema_ is None:
+    if source.schema_policy == "add_columns" and source.format == "csv":
+        _fail(document, ("sources", name, "schema"), "CSV files' columns are matched by position, not by name: "
+              "add_columns is for parquet, orc and json (declare the columns instead)")
+    if source.declared_schema is None:
         return
-    declared = {column.lower() for column in source.schema_}
+    declared = {column.lower() for column in source.declared_schema}
     used = [(("arrival", "column"), source.arrival.column)] if source.arrival.column is not None else []
     if source.changes is not None:
         used.append((("changes", "op_column"), source.changes.op_column))

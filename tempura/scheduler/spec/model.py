@@ -126,6 +126,26 @@ def _non_empty(text: str) -> str:
     return text
 
 
+SCHEMA_POLICIES = ("strict", "add_columns")
+"""The words ``schema`` takes instead of a mapping of column types."""
+
+
+def _schema(raw: object) -> object:
+    # Checked whole here, so that a mistake reads as one line rather than one per alternative.
+    if raw is None or (isinstance(raw, str) and raw in SCHEMA_POLICIES):
+        return raw
+    if isinstance(raw, str):
+        raise ValueError(f"'{raw}' is not strict, add_columns or a mapping of columns to Spark types")
+    if not isinstance(raw, dict):
+        raise ValueError("must be strict, add_columns or a mapping of columns to Spark types")
+    for column, kind in raw.items():
+        if not isinstance(column, str) or not column.strip():
+            raise ValueError(f"column {column!r} is not a column's name")
+        if not isinstance(kind, str) or not kind.strip():
+            raise ValueError(f"column '{column}': the type must be a Spark type's name, not {kind!r}")
+    return raw
+
+
 def _reader_options(raw: object) -> object:
     if not isinstance(raw, dict):
         return raw  # pydantic reports the wrong type
@@ -256,8 +276,14 @@ class SourceSpec(_Strict):
     """``parquet``, ``csv``, ``json``, ``orc``, or a format a jar on Spark's classpath provides."""
     options: Annotated[dict[str, str], BeforeValidator(_reader_options)] = {}
     """Options passed to Spark's reader (``{header: true}``)."""
-    schema_: dict[str, Text] | None = Field(default=None, alias="schema")
-    """Column → Spark type; read from the files when absent."""
+    schema_: Annotated[dict[str, Text] | Literal["strict", "add_columns"], BeforeValidator(_schema)] | None = Field(
+        default=None, alias="schema")
+    """Column → Spark type (read so, and held to those names), or how a new file's columns may
+    differ from the committed ones (read from the files): ``strict`` (the default) stops the time
+    point at any difference; ``add_columns`` takes a file with columns the query does not read
+    (added, or dropped), and one whose column's type Spark widens the committed type to or from
+    (``int`` and ``bigint``: read as ``bigint``), and stops at a column the query reads that the
+    file lacks or holds as a type Spark widens neither way (for ``parquet``, ``orc`` and ``json``)."""
     arrival: ArrivalColumn
     """How the source's rows arrive (below)."""
     changes: ChangeColumns | None = None
@@ -272,6 +298,17 @@ class SourceSpec(_Strict):
     dimension keeps its history) or ``fresh`` (a fact table starts afresh with each cycle). By
     default a source arriving by a column starts afresh, and one arriving by file keeps every
     file it finds: its rows have no arrival values to tell old from new."""
+
+    @property
+    def declared_schema(self) -> dict[str, str] | None:
+        """The declared columns' types (``schema`` as a mapping), if any."""
+        return self.schema_ if isinstance(self.schema_, dict) else None
+
+    @property
+    def schema_policy(self) -> Literal["strict", "add_columns"]:
+        """How a new file's columns may differ from the committed ones: ``strict`` unless
+        ``schema: add_columns`` (declared columns are held strictly)."""
+        return "add_columns" if self.schema_ == "add_columns" else "strict"
 
     @property
     def keeps_history(self) -> bool:

@@ -262,7 +262,7 @@ class Spec:
         """The sources as catalog tables, named in lower case."""
         tables = {}
         for name, source in self.sources.items():
-            schema = {c.lower(): t.lower() for c, t in source.schema_.items()} if source.schema_ else None
+            schema = {c.lower(): t.lower() for c, t in source.declared_schema.items()} if source.declared_schema else None
             tables[name] = TableSource(name, self.location(name), source.format, dict(source.options), schema,
                                        source.table)
         return Catalog(tables, origin=str(self.path))
