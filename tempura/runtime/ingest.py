@@ -34,9 +34,13 @@ Before anything is written, each new file of Spark's file formats (parquet, CSV,
 a format some jar adds, nor a Hive text table) is read on its own (:func:`file_schemas`): a file
 Spark cannot read as the source's format (a corrupt file, a CSV file among parquet ones) stops
 the time point with an error naming the source and the file; then its schema is compared with
-the source's (:func:`check_schema`): a file that adds, drops or retypes a column stops the time
-point with an error naming the file and the columns. Either way nothing is committed. A change
-feed's interval is checked before it lands as well (:mod:`tempura.runtime.changes`).
+the source's committed one (:func:`check_schema`). Under ``schema: strict`` a file that adds,
+drops or retypes a column stops the time point with an error naming the file and the columns;
+under ``schema: add_columns`` only a column the query reads that the file lacks, or holds as a
+type Spark's rules do not widen to or from the committed one, does: added columns are left
+out, and a widened column is read as the wider type (:func:`wider_type`). Either way nothing
+is committed. A change feed's interval is checked before it lands as well
+(:mod:`tempura.runtime.changes`).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, NoReturn, Sequence
 
 from tempura.catalog import FILE_FORMATS, read_catalog_table, reader_error
 from tempura.errors import CatalogError, ExecutionError
@@ -56,7 +60,7 @@ from tempura.tvr.layout import Layout
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DataType, StructField, StructType
 
 TP = "__tp"
 OP = "__op"
@@ -82,6 +86,7 @@ class Feed:
     deletion_policy: str = "strict"  # a change feed's deletion of an absent row: "strict" (error) or "lenient"
     table: str | None = None  # a table of Spark's catalog, read through the catalog
     partition_columns: tuple[str, ...] = ()  # a catalog table's, which its files do not hold
+    schema_policy: str = "strict"  # how a new file's columns may differ: "strict" or "add_columns"
 
     @property
     def deletes(self) -> bool:
@@ -264,25 +269,96 @@ def _unreadable(error: Exception) -> str:
     return text
 
 
-def check_schema(feed: Feed, expected: StructType, found: Mapping[str, StructType]) -> None:
-    """Raise :class:`ExecutionError` naming the first of the files ``found`` (each with its
-    columns, :func:`file_schemas`) whose columns differ from ``expected`` (names, and types where
-    the format stores them)."""
+def check_schema(feed: Feed, expected: StructType, found: Mapping[str, StructType], spark: SparkSession | None = None,
+                 reads: Callable[[], Collection[str] | None] | None = None) -> StructType:
+    """The columns to read the source's files with: ``expected`` (without ``__file``), as each
+    of the files ``found`` (each with its columns, :func:`file_schemas`) may differ from it.
+    Raises :class:`ExecutionError`, in one line naming the source, the file and the columns, at
+    the first file that may not.
+
+    Under ``schema: strict`` a file may not differ at all (names, and types where the format
+    stores them). Under ``add_columns`` (``spark`` at hand) a file may add columns (not read),
+    lack a column the query does not read, and hold a column as another type where Spark's
+    rules (:func:`wider_type`) widen the two: the column is read as the wider one. A column the
+    query reads that a file lacks, or holds as a type neither widens to, stops it; one it does
+    not read is left out of the reading. ``reads``: the columns the query reads, lower case
+    (``None``: every column), asked only when a file differs."""
     typed = feed.format in TYPED_FORMATS
-    want = {f.name.lower(): f.dataType.simpleString() for f in expected.fields
-            if f.name != FILE and f.name.lower() not in feed.partition_columns}
+    reading = {f.name.lower(): f for f in expected.fields if f.name != FILE}
+    want = {name: f.dataType for name, f in reading.items() if name not in feed.partition_columns}
+    lenient = feed.schema_policy == "add_columns" and spark is not None
+    read: list[Collection[str] | None] = []  # the query's columns, once asked
+
+    def is_read(column: str) -> bool:
+        if not read:
+            read.append(reads() if reads is not None else None)
+        return read[0] is None or column in read[0]
+
+    def stop(path: str, what: str) -> NoReturn:
+        raise ExecutionError(f"source '{feed.name}': schema drift in {path}: {what} (nothing was committed; "
+                             f"fix or remove the file and run again)")
+
     for path, schema in found.items():
-        have = {f.name.lower(): f.dataType.simpleString() for f in schema.fields}
+        have = {f.name.lower(): f.dataType for f in schema.fields}
         added = sorted(set(have) - set(want))
         missing = sorted(set(want) - set(have))
-        retyped = sorted(c for c in set(have) & set(want) if typed and have[c] != want[c])
-        if added or missing or retyped:
-            parts = ([f"adds {', '.join(added)}"] if added else []) + ([f"lacks {', '.join(missing)}"] if missing else [])
-            parts += [f"{c} is {have[c]}, not {want[c]}" for c in retyped]
-            raise ExecutionError(
-                f"source '{feed.name}': schema drift in {path}: {'; '.join(parts)} (nothing was committed; "
-                f"fix or remove the file and run again)"
-            )
+        retyped = sorted(c for c in set(have) & set(want) if typed and have[c].simpleString() != want[c].simpleString())
+        if not lenient:
+            if added or missing or retyped:
+                parts = ([f"adds {', '.join(added)}"] if added else []) + ([f"lacks {', '.join(missing)}"] if missing else [])
+                parts += [f"{c} is {have[c].simpleString()}, not {want[c].simpleString()}" for c in retyped]
+                stop(path, "; ".join(parts))
+            continue
+        assert spark is not None
+        for column in missing:
+            if is_read(column):
+                stop(path, f"lacks {column} ({want[column].simpleString()}), which the query reads")
+        for column in retyped:
+            if column not in reading:
+                continue  # left out of the reading by an earlier file
+            current = reading[column].dataType
+            wider = wider_type(spark, current, have[column])
+            if wider is not None:
+                reading[column] = replace_type(reading[column], wider)
+            elif is_read(column):
+                stop(path, f"{column} is {have[column].simpleString()}, not {want[column].simpleString()}, which the "
+                           f"query reads, and Spark widens neither to the other")
+            else:
+                del reading[column]  # not read: its values are not needed
+    from pyspark.sql.types import StructType
+
+    return StructType(list(reading.values()))
+
+
+def replace_type(column: StructField, kind: DataType) -> StructField:
+    """``column`` holding ``kind`` (nullable: a file that holds the narrower type may hold NULLs)."""
+    from pyspark.sql.types import StructField
+
+    return StructField(column.name, kind, True, column.metadata)
+
+
+def wider_type(spark: SparkSession, a: DataType, b: DataType) -> DataType | None:
+    """The type Spark widens ``a`` and ``b`` to, when both up-cast to it safely: its own rules
+    (``TypeCoercion.findWiderTypeWithoutStringPromotionForTwo``: ``int`` and ``bigint`` to
+    ``bigint``, ``float`` and ``double`` to ``double``, decimals to one holding both), with no
+    promotion to text; ``None`` when there is none (``int`` and ``string``, ``boolean`` and
+    ``int``)."""
+    from pyspark.sql.types import _parse_datatype_json_string
+
+    jvm = spark._jvm
+    assert jvm is not None
+    analysis = jvm.org.apache.spark.sql.catalyst.analysis
+    coercion = getattr(getattr(analysis, "TypeCoercion$"), "MODULE$")
+    cast = jvm.org.apache.spark.sql.catalyst.expressions.Cast
+    parse = spark._jsparkSession.parseDataType
+    left, right = parse(a.json()), parse(b.json())
+    found = coercion.findWiderTypeWithoutStringPromotionForTwo(left, right)
+    if not found.isDefined():
+        return None
+    wide = found.get()
+    if not (cast.canUpCast(left, wide) and cast.canUpCast(right, wide)):
+        return None
+    return _parse_datatype_json_string(wide.json())
 
 
 def _col(name: str) -> Column:
@@ -487,4 +563,4 @@ def landed_schema(feed: Feed, source_schema: StructType, keep: Collection[str] |
 
 __all__ = ["FILE", "OP", "TP", "Feed", "Landed", "check_schema", "file_schemas", "interval_rows", "landed_schema",
            "landed_rows", "landing_data", "malformed_rows", "read_landed", "null_arrival_rows", "read_source",
-           "with_interval"]
+           "replace_type", "wider_type", "with_interval"]

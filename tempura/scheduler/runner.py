@@ -45,8 +45,9 @@ from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, 
                                      write_frame)
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
-from tempura.runtime.ingest import (FILE, OP, TP, Feed, Landed, check_schema, file_schemas, interval_rows, landed_rows,
-                                    landed_schema, malformed_rows, null_arrival_rows, read_landed, read_source)
+from tempura.runtime.ingest import (FILE, OP, TP, TYPED_FORMATS, Feed, Landed, check_schema, file_schemas, interval_rows,
+                                    landed_rows, landed_schema, malformed_rows, null_arrival_rows, read_landed,
+                                    read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.sources import _time_literal
 from tempura.runtime.keys import violations
@@ -117,11 +118,12 @@ def feeds(spec: Spec) -> dict[str, Feed]:
         changes = source.changes
         out[name] = Feed(
             name, spec.location(name), source.format, dict(source.options),
-            {c: t for c, t in source.schema_.items()} if source.schema_ else None,
+            {c: t for c, t in source.declared_schema.items()} if source.declared_schema else None,
             source.arrival.column, changes.op_column if changes else None,
             tuple(changes.delete_values) if changes else ("D",), spec.window,
             insert_values=tuple(changes.insert_values) if changes else ("I",),
             deletion_policy=changes.deletes if changes else "strict", table=source.table,
+            schema_policy=source.schema_policy,
         )
     return out
 
@@ -179,6 +181,7 @@ class Runner:
         self.first_plans: dict[tuple[str, int], MultiTimePlan] = {}  # each time point's plan before its landing
         self._schemas: dict[str, StructType] = {}  # each source's landed columns
         self._source_schemas: dict[str, StructType] = {}  # each source's own columns, as its last landing read them
+        self._reading: dict[str, StructType] = {}  # under schema: add_columns, the columns a source's files are read with
         self._forecasts: dict[tuple[str, int], dict[str, float]] = {}  # per time point, the rows forecast per source
         self._observed: dict[str, ObservedSketch] = {}  # per source, the sketch its landing observes
         self._planning_seconds = 0.0  # the wall time the time point under way spent planning
@@ -1017,10 +1020,12 @@ class Runner:
 
     def _check_drift(self, previous: dict[str, Any] | None) -> None:
         """Stop the time point before it plans (planning reads the sources) if a file first found
-        now has columns other than its source's: those the last commit recorded (of this cycle,
-        or at a cycle's first time point the cycle before); before any commit, the declared
-        schema, else the oldest file's columns (a file that drifted is a newer one than those
-        it drifted from, whatever the order of their names)."""
+        now has columns other than its source's, as far as the source's ``schema`` policy allows
+        (:func:`~tempura.runtime.ingest.check_schema`; under ``add_columns``, the columns read
+        with are kept for the landing): those the last commit recorded (of this cycle, or at a
+        cycle's first time point the cycle before); before any commit, the declared schema, else
+        the oldest file's columns (a file that drifted is a newer one than those it drifted
+        from, whatever the order of their names)."""
         for name, feed in self.feeds.items():
             seen = set((previous or {}).get("seen_files", {}).get(name, []))
             listed = sorted((f for f in self.files.data_files(feed.location) if f[0] not in seen),
@@ -1034,7 +1039,11 @@ class Runner:
                 reference = found[new[0]]
             if reference is None:
                 reference = read_source(self.spark, feed).schema
-            check_schema(feed, reference, found)
+            reading = check_schema(feed, reference, found, self.spark, reads=functools.partial(self.kept_columns, name))
+            if feed.schema_policy == "add_columns" and feed.format in TYPED_FORMATS and not feed.schema:
+                self._reading[name] = reading
+            else:
+                self._reading.pop(name, None)
 
     def _last_commit_before(self, label: str) -> dict[str, Any] | None:
         """The last committed manifest of the cycles before ``label``, if any."""
@@ -1147,7 +1156,7 @@ class Runner:
         ``listed``: the source's files now (an open file gone is read by no one)."""
         from pyspark.sql import functions as F
 
-        columns = self._recorded_columns(previous, feed.name)
+        columns = self._reading.get(feed.name) or self._recorded_columns(previous, feed.name)
         whole = feed.table is not None or feed.arrival_column is None or feed.window is not None
         tracked = (previous or {}).get("open_files", {})
         if whole or (index > 1 and feed.name not in tracked):
