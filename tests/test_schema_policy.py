@@ -1,8 +1,9 @@
 """A source's schema policy, on Spark, by the clock: under ``schema: strict`` (the default) a new
 file whose columns differ from the committed ones stops its time point in one line; under
 ``schema: add_columns`` a file adding a column the query does not read, or lacking one, is
-taken, a column Spark widens (``int`` to ``bigint``) is read as the wider type and the result
-is ``spark.sql`` over the same files, and a column the query reads that a file lacks, or holds
+taken, a column Spark widens (``int`` to ``bigint``) is read as the wider type, committed so,
+and the result is ``spark.sql`` over the same files (a file holding the narrower type is read
+as the committed wider one), and a column the query reads that a file lacks, or holds
 as a type Spark does not widen to, stops the time point in one line naming the source, the
 file, the column and the types, with nothing committed. The spec refuses a word it does not
 know, naming the key and its line."""
@@ -10,6 +11,7 @@ know, naming the key and its line."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -121,8 +123,28 @@ def test_add_columns_widens_int_to_bigint(spark: Any, tmp_path: Path) -> None:
     done = run(tmp_path, spark, "add_columns", T2)
     assert [r.index for r in done] == [2]
     expected = reference(spark, [good, widened], wide)
-    assert (("a", 2**40 + 4, 3) in expected), expected
+    assert ("a", 2**40 + 4, 3) in expected, expected
     assert_equal(expected, delivered(spark, done[-1]))
+    # committed as the wider type: the reference the next files are held to
+    recorded = json.loads(done[-1].manifest["source_schemas"]["sales"])
+    assert {f["name"]: f["type"] for f in recorded["fields"]}["price"] == "long", recorded
+
+
+@pytest.mark.spark
+def test_add_columns_reads_a_narrower_type_as_the_committed_one(spark: Any, tmp_path: Path) -> None:
+    """The committed ``bigint`` stands for a file holding ``int``; a column the query does not
+    read retyped past widening (``note`` as ``int``) is left out of the reading."""
+    wide = SALES.replace("price INT", "price BIGINT")
+    good = put(spark, tmp_path, "part-1.parquet", wide, [("a", 2**40, "x", at(1)), ("b", 2, None, at(2))])
+    assert [r.index for r in run(tmp_path, spark, "add_columns", T1)] == [1]
+    narrow = put(spark, tmp_path, "part-2.parquet", "category STRING, price INT, note INT, sold_at TIMESTAMP",
+                 [("a", 4, 9, at(13)), ("c", 5, None, at(16))])
+    done = run(tmp_path, spark, "add_columns", T2)
+    assert [r.index for r in done] == [2]
+    spark.read.schema(wide).parquet(str(good)).unionByName(
+        spark.read.parquet(str(narrow)).selectExpr("category", "CAST(price AS BIGINT) AS price", "CAST(note AS STRING) AS note",
+                                                   "sold_at")).createOrReplaceTempView("sales")
+    assert_equal([tuple(r) for r in spark.sql(QUERY).collect()], delivered(spark, done[-1]))
 
 
 @pytest.mark.spark
