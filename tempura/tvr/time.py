@@ -7,11 +7,16 @@ reads version ``i`` of anything can run at ``t_i`` or later; its *execution time
 
 Time points are kept as values of the arrival column's domain (timestamps, dates or numbers), so
 that "arrived by ``t_i``" is the SQL predicate ``arrival <= t_i``.
+
+How a user reads them: :func:`time_point_words` (``t2 (2026-11-30 06:00)``, one format for every
+command) and :func:`cycle_words` (a cycle's folder name, ``20261130T000000``, as ``cycle of
+2026-11-30 00:00``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 
 from tempura.errors import TempuraError
@@ -56,4 +61,53 @@ class TimePoints:
         return f"t{index}"
 
     def __str__(self) -> str:
-        return ", ".join(f"t{i}={v}" for i, v in zip(self.indices, self.values))
+        return ", ".join(f"t{i}={time_value_words(v)}" for i, v in zip(self.indices, self.values))
+
+
+def time_value_words(value: object) -> str:
+    """A time point's value as a user reads it: a timestamp as ``YYYY-MM-DD HH:MM`` (with the
+    seconds when not zero, and the offset of a time-zoned one), a date as ``YYYY-MM-DD``, a
+    number as is. ``value`` may be the text a manifest or the history keeps (``str(value)``)."""
+    if isinstance(value, str):
+        text = value
+        if "-" not in text.lstrip("-"):  # a number (20261130 is one, not a date)
+            return text
+        try:
+            value = dt.datetime.fromisoformat(text) if (" " in text or "T" in text) else dt.date.fromisoformat(text)
+        except ValueError:
+            return text
+    if isinstance(value, dt.datetime):
+        text = value.strftime("%Y-%m-%d %H:%M" if value.second == 0 and value.microsecond == 0 else "%Y-%m-%d %H:%M:%S")
+        if value.microsecond:
+            text += f".{value.microsecond:06d}".rstrip("0")
+        offset = value.strftime("%z")
+        return f"{text}{offset[:3]}:{offset[3:]}" if offset else text
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def time_point_words(index: int, value: object) -> str:
+    """A time point as every command shows it: its index and value, ``t2 (2026-11-30 06:00)``."""
+    return f"t{index} ({time_value_words(value)})"
+
+
+_STAMP = re.compile(r"(\d{8})T(\d{6})")
+_DAY = re.compile(r"\d{8}")
+_NUMBERED = re.compile(r"\d{5}")
+
+
+def cycle_words(label: str) -> str:
+    """A cycle's folder name (``Cycle.label``) as a user reads it: a cycle named by its origin as
+    ``cycle of 2026-11-30 00:00`` (or ``cycle of 2026-11-30``), a numbered one (``00000``) as
+    ``cycle 1`` (counting from one); any other name as ``cycle NAME``."""
+    if _STAMP.fullmatch(label):
+        return f"cycle of {time_value_words(dt.datetime.strptime(label, '%Y%m%dT%H%M%S'))}"
+    if _DAY.fullmatch(label):
+        try:
+            return f"cycle of {time_value_words(dt.datetime.strptime(label, '%Y%m%d').date())}"
+        except ValueError:
+            pass
+    if _NUMBERED.fullmatch(label):
+        return f"cycle {int(label) + 1}"
+    return f"cycle {label}"

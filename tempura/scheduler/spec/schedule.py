@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tempura.scheduler.spec.model import ScheduleSpec, time_of_day
-from tempura.tvr.time import TimePoints, TimeValue
+from tempura.tvr.time import TimePoints, TimeValue, cycle_words
 
 
 def cycle_values(schedule: ScheduleSpec, n: int) -> tuple[TimeValue | None, tuple[TimeValue, ...]] | None:
@@ -221,6 +221,13 @@ class Cycle:
     def last(self) -> int:
         """The runner's number of the cycle's last time point."""
         return self.offset + self.time_points.k
+
+    @property
+    def title(self) -> str:
+        """The cycle as a user reads it: ``cycle of 2026-11-22 00:00`` (its origin), or ``cycle 1``
+        (its index, from one) when the origin is not a date or timestamp; its folders keep
+        :attr:`label`."""
+        return cycle_words(self.label)
 
     @property
     def label(self) -> str:
