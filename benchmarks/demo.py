@@ -67,8 +67,8 @@ def comparison_table(name: str, runs: list[MethodRun]) -> Table:
     table = Table(title=f"{name}: one cycle per method (CPU: executor CPU seconds, measured)")
     table.add_column("method")
     table.add_column("uses")
-    table.add_column("est. objective", justify="right")
-    table.add_column("objective (CPU s)", justify="right")
+    table.add_column("model est. objective (s)", justify="right")
+    table.add_column("measured objective (CPU s)", justify="right")
     table.add_column("CPU per time point", justify="right")
     table.add_column("wall s", justify="right")
     table.add_column("equal to recompute")
@@ -80,8 +80,19 @@ def comparison_table(name: str, runs: list[MethodRun]) -> Table:
             f"t{p.index}: {p.detail}" for p in checked if not p.correct)
         table.add_row(run.method, run.uses, f"{run.estimated_objective:.3g}s", f"{run.measured_objective:.3g}{mark}",
                       per_point, f"{run.wall_seconds:.1f}", f"{verdict} ({len(checked)} checked)")
-    table.caption = same_plans(runs)
+    table.caption = "\n".join(line for line in (calibration(runs), same_plans(runs)) if line)
     return table
+
+
+def calibration(runs: list[MethodRun]) -> str | None:
+    """The factor from the model's estimate to the measured objective, over every method's
+    run: shown once under the table."""
+    estimated = sum(r.estimated_objective for r in runs)
+    if estimated <= 0:
+        return None
+    factor = sum(r.measured_objective for r in runs) / estimated
+    return (f"model est.: the cost model's seconds; calibration: one of them came to {factor:.3g} s of measured CPU "
+            f"(summed over the methods)")
 
 
 def same_plans(runs: list[MethodRun]) -> str | None:

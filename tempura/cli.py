@@ -15,6 +15,7 @@ from typing import Any, Callable, TypeVar
 import click
 
 from tempura.errors import InternalError, TempuraError
+from tempura.tvr.time import cycle_words, time_point_words
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -405,9 +406,11 @@ def validate(specs: tuple[str, ...], select: tuple[str, ...]) -> None:
               help="If another run holds the job's lock, wait this long for it instead of stopping.")
 @click.option("--force-unlock", "force_unlock", is_flag=True,
               help="Remove the job's lock first, whoever holds it (only when its holder is known to be dead).")
+@click.option("--verbose", "-v", is_flag=True, help="Progress also names the memo's forms of fragments (SS[2] of G6).")
 @user_errors
 def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool, method: str, daemon: bool,
-                now_text: str | None, workdir: str | None, since_text: str | None, wait: float, force_unlock: bool) -> None:
+                now_text: str | None, workdir: str | None, since_text: str | None, wait: float, force_unlock: bool,
+                verbose: bool) -> None:
     """Run standing queries: the time points due by the clock (then exit; idempotent), a whole
     cycle now (--simulate, afresh each time), or continuously (--daemon). One run at a time
     writes a job: a second one stops with the holder's name, or waits (--wait).
@@ -424,11 +427,11 @@ def run_command(specs: tuple[str, ...], select: tuple[str, ...], simulate: bool,
     now = _timestamp(now_text, "--now")
     since = _timestamp(since_text, "--from")
     if simulate and since is not None:
-        raise click.UsageError("--simulate runs cycle 0 afresh; --from is for runs by the clock")
+        raise click.UsageError("--simulate runs the first cycle afresh; --from is for runs by the clock")
 
     def one(path: Path) -> None:
         with progress_bars(Console(stderr=True)) as progress:
-            query = StandingQuery(path, workdir, progress=progress)
+            query = StandingQuery(path, workdir, progress=progress, verbose=verbose)
             if force_unlock:
                 _force_unlock(query, method if simulate else None)
             if simulate:
@@ -490,8 +493,8 @@ def _nothing_due(query: Any, now: Any) -> str:
         return "no time point is due; the schedule has no time point left"
     if upcoming["due"]:  # due, but not run: a cycle further back than max_catch_up
         return f"no time point is due in the cycles a run catches up on; the earliest not committed is " \
-               f"t{upcoming['index']} ({upcoming['time']}) of cycle {upcoming['cycle']}"
-    return f"no time point is due; the next is t{upcoming['index']} ({upcoming['time']})"
+               f"{time_point_words(upcoming['index'], upcoming['time'])} of the {cycle_words(upcoming['cycle'])}"
+    return f"no time point is due; the next is {time_point_words(upcoming['index'], upcoming['time'])}"
 
 
 def _daemon(query: Any, method: str, wait: float) -> None:
@@ -542,11 +545,17 @@ def _force_unlock(query: Any, simulated: str | None) -> None:
                    f"run is alive, two writers can commit a wrong result", err=True)
 
 
+def _point(cycle: str, index: int, time: Any) -> str:
+    """A time point of a cycle as a run's line names it: ``cycle of 2026-11-30 00:00, t2
+    (2026-11-30 06:00)``."""
+    return f"{cycle_words(cycle)}, {time_point_words(index, time)}"
+
+
 def _echo_results(results: list[Any]) -> None:
     """One line per time point a run took: committed already, or what it ran and delivered."""
     for r in results:
         if r.skipped:
-            click.echo(f"{r.cycle} t{r.index} ({r.time}): committed already")
+            click.echo(f"{_point(r.cycle, r.index, r.time)}: committed already")
             continue
         run = r.manifest["run"]
         fell: dict[str, list[str]] = {}  # why -> the fragments that ran another method than the forced one
@@ -558,8 +567,8 @@ def _echo_results(results: list[Any]) -> None:
                 fell_back = f["broadcast_fallback"]
                 again.append(f"{f['id']} ran again without {fell_back['dropped_join_hints']} join hint(s) after "
                              f"{fell_back['error']}")
-        click.echo(f"{r.cycle} t{r.index} ({r.time}): {run['method']}, {len(r.manifest['fragments'])} fragment(s), "
-                   f"cpu {run['cpu_seconds']:.2f}s, wall {run['wall_seconds']:.2f}s, {run['rows_landed']} rows landed"
+        click.echo(f"{_point(r.cycle, r.index, r.time)}: {run['method']}, {len(r.manifest['fragments'])} fragment(s), "
+                   f"CPU {run['cpu_seconds']:.2f} s, wall {run['wall_seconds']:.2f} s, {run['rows_landed']} rows landed"
                    + _set_aside(run)
                    + "".join(f"; {', '.join(ran)}, not {run['method']}: {why}" for why, ran in fell.items())
                    + "".join(f"; {line}" for line in again)
@@ -584,16 +593,17 @@ def check_command(specs: tuple[str, ...], select: tuple[str, ...], simulated: st
         if report.lock:
             click.echo(f"locked by {report.lock}")
         for cycle in report.cycles:
+            title = cycle_words(cycle.label)
             for leftover in cycle.leftovers:
-                click.echo(f"cycle {cycle.label}: {leftover} is an unfinished attempt's (the next run deletes it)")
+                click.echo(f"{title}: {leftover} is an unfinished attempt's (the next run deletes it)")
             for problem in cycle.problems:
                 click.echo(f"damaged: {problem}")
             for passed in cycle.passed:
-                click.echo(f"cycle {cycle.label}: {passed}")
+                click.echo(f"{title}: {passed}")
             if cycle.problems:
-                start = "its start" if cycle.intact == 0 else f"t{cycle.intact}"
-                click.echo(f"cycle {cycle.label}: the last time point to run on from is {start}; "
-                           f"'tempura repair {path}' rebuilds from t{cycle.intact + 1}")
+                start = "its start" if cycle.intact == 0 else _known(cycle.intact, cycle.times)
+                click.echo(f"{title}: the last time point to run on from is {start}; "
+                           f"'tempura repair {path}' rebuilds from {_known(cycle.intact + 1, cycle.times)}")
         committed = sum(c.committed for c in report.cycles)
         if report.damaged:
             click.echo(f"{query.name}: {len(report.damaged)} of {len(report.cycles)} cycle(s) damaged")
@@ -609,20 +619,28 @@ def check_command(specs: tuple[str, ...], select: tuple[str, ...], simulated: st
     _each(specs, select, one)
 
 
+def _known(index: int, times: dict[int, str]) -> str:
+    """``t3 (2026-11-20 18:00)``, or ``t3`` when no readable manifest gives its value."""
+    return time_point_words(index, times[index]) if index in times else f"t{index}"
+
+
 @main.command("repair")
 @specs_argument
 @select_option
 @click.option("--from", "first", default=None, metavar="tN",
               help="Rebuild from this time point (its predecessor must be intact); default: after the last intact one.")
-@click.option("--cycle", "cycle", default=None, help="Only this cycle (its folder's name); default: every damaged one.")
+@click.option("--cycle", "cycle", default=None,
+              help="Only this cycle: its origin as check names it (2026-11-30 00:00) or its folder's name; default: "
+                   "every damaged one.")
 @click.option("--method", type=click.Choice(METHOD_CHOICES), default="auto", show_default=True,
               help="The method the time points run again with (as the job's runs used).")
 @job_workdir_option
 @click.option("--wait", "wait", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
               help="If another run holds the job's lock, wait this long for it.")
+@click.option("--verbose", "-v", is_flag=True, help="Progress also names the memo's forms of fragments (SS[2] of G6).")
 @user_errors
 def repair_command(specs: tuple[str, ...], select: tuple[str, ...], first: str | None, cycle: str | None, method: str,
-                   workdir: str | None, wait: float) -> None:
+                   workdir: str | None, wait: float, verbose: bool) -> None:
     """Rebuild damaged jobs from their sources, from the last intact time point: later commits
     are taken back (their manifests kept aside under uncommitted/) and their time points run
     again."""
@@ -640,12 +658,33 @@ def repair_command(specs: tuple[str, ...], select: tuple[str, ...], first: str |
 
     def one(path: Path) -> None:
         with progress_bars(Console(stderr=True)) as progress:
-            query = StandingQuery(path, workdir, progress=progress)
-            results = query.repair(start, cycle, method, wait).results
+            query = StandingQuery(path, workdir, progress=progress, verbose=verbose)
+            results = query.repair(start, _cycle_folder(cycle), method, wait).results
         _echo_results(results)
         click.echo(f"{query.name}: repaired {len(results)} time point(s)" if results else f"{query.name}: nothing to repair")
 
     _each(specs, select, one)
+
+
+def _cycle_folder(text: str | None) -> str | None:
+    """``repair --cycle``: a cycle's folder name, given as it or as its origin (``2026-11-30
+    00:00``, ``2026-11-30``, or ``cycle of …`` as check prints it)."""
+    import datetime as dt
+
+    if text is None:
+        return None
+    origin = text.strip().removeprefix("the ").removeprefix("cycle of ").strip()
+    if "-" not in origin:  # a folder's name (20261130T000000, 20261130, 00000)
+        return text
+    for parse, form in ((dt.date.fromisoformat, "%Y%m%d"), (dt.datetime.fromisoformat, "%Y%m%dT%H%M%S")):
+        try:
+            value = parse(origin)
+        except ValueError:
+            continue
+        if parse is dt.date.fromisoformat and len(origin) != 10:
+            continue
+        return value.strftime(form)
+    return text
 
 
 def _console() -> Any:
@@ -670,6 +709,7 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
     from rich.table import Table
 
     from tempura.runtime.metrics import PURPOSES, UNTAGGED
+    from tempura.scheduler.calibration import model_factor_words
     from tempura.scheduler.history import forecast_error, work_split
     from tempura.standing import StandingQuery
 
@@ -689,40 +729,49 @@ def history_command(specs: tuple[str, ...], select: tuple[str, ...], fragments: 
             _echo_events(history.events)
             return
         table = Table(title=f"{query.name}: runs")
-        for column in ("cycle", "t", "time", "method", "est. s", "cpu s", "wall s", "rows in", "landing cpu s",
-                       "overhead cpu s", "run wall s", "landed (forecast)", "late", "re-planned, carried"):
+        for column in ("cycle", "time point", "method", "model est. (s)", "measured CPU (s)", "wall (s)", "rows in",
+                       "landing CPU (s)", "overhead CPU (s)", "run wall (s)", "rows landed (forecast)", "late rows",
+                       "re-planned, carried"):
             table.add_column(column)
         for r in history.runs:
             landing = r.get("landing_cpu_seconds")
             _, overhead = work_split(r)
             forecast = "; ".join(f"{name} {got} ({want:.0f})" for name, (want, got) in forecast_error(r).items())
-            table.add_row(r["cycle"], str(r["time_index"]), r["time_value"], r["method"], f"{r['estimated_seconds']:.3g}",
+            table.add_row(cycle_words(r["cycle"]), time_point_words(r["time_index"], r["time_value"]), r["method"],
+                          f"{r['estimated_seconds']:.3g}",
                           f"{r['cpu_seconds']:.3g}", f"{r['wall_seconds']:.3g}", str(r["rows_landed"]),
                           "" if landing is None else f"{landing:.3g}", "" if overhead is None else f"{overhead:.3g}",
                           "" if r.get("run_wall_seconds") is None else f"{r['run_wall_seconds']:.3g}", forecast,
                           str((r["late_rows"] or 0) + (r["rejected_rows"] or 0)),
                           (r["reason"] or "") if r["replanned"] or r["method"] == "carry" else "")
+        table.caption = model_factor_words(history.fragments)
         console = _console()
         console.print(table)
         worked = [r for r in history.runs if r.get("work")]
         if worked:
             purposes = [p for p in (*PURPOSES, UNTAGGED) if any(p in r["work"] for r in worked)]
-            split = Table(title="executor CPU s (rows read) by purpose: the plan's work (fragment) and the run's around it")
-            for column in ("cycle", "t", *purposes, "planning wall s"):
+            split = Table(title="measured CPU (s) and rows read, by purpose: the plan's work (fragment) and the run's "
+                                "around it")
+            for column in ("cycle", "time point", *purposes, "planning wall (s)"):
                 split.add_column(column)
             for r in worked:
                 work = r["work"]
                 cells = [f"{work[p]['cpu_seconds']:.3g} ({work[p]['rows_in']})" if p in work else "" for p in purposes]
-                split.add_row(r["cycle"], str(r["time_index"]), *cells,
+                split.add_row(cycle_words(r["cycle"]), time_point_words(r["time_index"], r["time_value"]), *cells,
                               "" if r.get("planning_seconds") is None else f"{r['planning_seconds']:.3g}")
             console.print(split)
         if fragments:
-            detail = Table(title="fragments: estimated against measured")
-            for column in ("cycle", "t", "fragment", "method", "output", "est. rows", "rows out", "rows in", "est. s",
-                           "cpu s", "wall s", "est. stages", "stages", "bytes in", "bytes out", "fallback"):
+            detail = Table(title="fragments: the model's estimates against the measured")
+            times = {(r["cycle"], r["time_index"]): r["time_value"] for r in history.runs}
+            for column in ("cycle", "time point", "fragment", "method", "output", "model est. rows", "rows out", "rows in",
+                           "model est. (s)", "measured CPU (s)", "wall (s)", "model est. stages", "stages", "bytes in",
+                           "bytes out", "fallback"):
                 detail.add_column(column)
             for f in history.fragments:
-                detail.add_row(f["cycle"], str(f["time_index"]), f["fragment"],
+                when = times.get((f["cycle"], f["time_index"]))
+                detail.add_row(cycle_words(f["cycle"]),
+                               f"t{f['time_index']}" if when is None else time_point_words(f["time_index"], when),
+                               f["fragment"],
                                f["method"] + (" (stream)" if f["streaming"] else ""), f["output"],
                                f"{f['estimated_rows']:.4g}", str(f["rows_out"]), str(f["rows_in"]),
                                f"{f['estimated_seconds']:.3g}", f"{f['cpu_seconds']:.3g}", f"{f['wall_seconds']:.3g}",
@@ -749,7 +798,7 @@ def _echo_events(events: list[dict[str, Any]]) -> None:
     for column in ("at", "outcome", "time point", "message"):
         table.add_column(column)
     for e in events[-EVENTS_SHOWN:]:
-        point = f"t{e['time_index']} ({e['time_value']})" if e.get("time_index") is not None else ""
+        point = time_point_words(e["time_index"], e["time_value"]) if e.get("time_index") is not None else ""
         table.add_row(str(e["at"])[:19].replace("T", " "), e["outcome"], point, e.get("message") or "")
     _console().print(table)
 
@@ -777,8 +826,8 @@ def status_command(specs: tuple[str, ...], select: tuple[str, ...], fmt: str, wo
     for column in ("job", "last committed", "committed at", "method", "next", "lag", "last failure", "lock"):
         table.add_column(column)
     for s in found:
-        last = f"t{s.last['index']} ({s.last['time']})" if s.last else "none yet"
-        upcoming = "" if s.next is None else f"t{s.next['index']} ({s.next['time']})" + (" due" if s.next["due"] else "")
+        last = time_point_words(s.last["index"], s.last["time"]) if s.last else "none yet"
+        upcoming = "" if s.next is None else time_point_words(s.next["index"], s.next["time"]) + (" due" if s.next["due"] else "")
         failure = ""
         if s.last_failure is not None:
             failure = (f"{str(s.last_failure['at'])[:19].replace('T', ' ')}: {s.last_failure['message']}"

@@ -81,6 +81,7 @@ class PlanChoice:
     alternatives: dict[str, MultiTimePlan] = field(default_factory=dict)
     overhead: list[float] = field(default_factory=list)  # per time point, the run around the plan (model ns)
     freshness: FreshnessChoice | None = None  # a target_lag schedule's time points, and why
+    calibration: str = ""  # what a second of the model's estimate came to in measured CPU (model_factor_words)
 
     def whole(self, plan: MultiTimePlan | None = None) -> float:
         """The weighted cost of the whole runs: the plan's and what each run does around it."""
@@ -99,8 +100,9 @@ class PlanChoice:
                       f"statistics): [{', '.join(format_time(c) for c in self.overhead)}]; the whole runs' objective: "
                       f"{format_time(self.whole())}")
         chosen = f"\n\n{self.freshness.text()}" if self.freshness is not None else ""
+        factor = f"\n{self.calibration}" if self.calibration else ""
         return (f"{plan_text(self.plan, sql=sql, verbose=verbose)}\n\nmethods (* = this plan):\n"
-                f"{alternatives_text(self.alternatives, self.method)}{around}{chosen}")
+                f"{alternatives_text(self.alternatives, self.method)}{around}{factor}{chosen}")
 
     def dot(self, verbose: bool = False) -> str:
         from tempura.tvr.render import plan_dot
@@ -181,12 +183,13 @@ class StandingQuery:
     """
 
     def __init__(self, spec: str | Path | Spec, workdir: str | Path | None = None,
-                 spark: SparkSession | None = None, progress: Progress | None = None) -> None:
+                 spark: SparkSession | None = None, progress: Progress | None = None, verbose: bool = False) -> None:
         self.spec = spec if isinstance(spec, Spec) else load_spec(spec)
         # absolute as of now (the working folder may change later); by default beside the spec file,
         # so that a command run from another folder finds the same job
         self.workdir = location(workdir if workdir is not None else self.spec.folder / DEFAULT_WORKDIR)
         self.progress = progress
+        self.verbose = verbose  # progress names fragments by the memo's forms too
         self._spark = spark
 
     def __repr__(self) -> str:
@@ -355,7 +358,8 @@ class StandingQuery:
         run would), the stage cost its history supports (unless the spec or ``cost`` sets it),
         and the spec's output mode unless ``output`` says otherwise."""
         from tempura.mqo import MqoOptions
-        from tempura.scheduler.calibration import for_job
+        from tempura.scheduler.calibration import for_job, model_factor_words
+        from tempura.scheduler.history import history_at
         from tempura.scheduler.planning import Forecast, for_cycle, output_mode, plan_spec, prepare_job, run_overhead
         from tempura.runtime.store import history_location
         from tempura.stats.store import StatsStore
@@ -401,7 +405,8 @@ class StandingQuery:
         if calibration is not None and (calibration.stage is not None or calibration.fragments > 0
                                         or calibration.probe_keys is not None):
             chosen.notes.append(calibration.describe(self.spec.cost_constants.stage))
-        return PlanChoice(method, mode, chosen, plans, run_overhead(prepared, constants), freshness)
+        factor = model_factor_words(history_at(history_location(root), read_only=True).fragments())
+        return PlanChoice(method, mode, chosen, plans, run_overhead(prepared, constants), freshness, factor)
 
     def analyze(self) -> list[str]:
         """Collect the statistics of the sources whose files have none stored in the job's
@@ -517,7 +522,7 @@ class StandingQuery:
         from tempura.scheduler.runner import Runner
 
         _choice("method", method, METHODS)
-        return Runner(self.spec, self.spark, self.workdir, method, simulate, self.progress, wait=wait)
+        return Runner(self.spec, self.spark, self.workdir, method, simulate, self.progress, wait=wait, verbose=self.verbose)
 
     def run_due(self, now: TimeValue | None = None, *, since: TimeValue | None = None, method: str = "auto",
                 wait: float = 0.0) -> RunOutcome:
@@ -572,7 +577,7 @@ class StandingQuery:
 
         _choice("method", method, METHODS)
         return simulate(self.spark, self.spec, method, self.workdir, check=check, progress=self.progress,
-                        references=references)
+                        references=references, verbose=self.verbose)
 
     def references(self) -> References:
         """An empty store of this query's reference results, to pass to several

@@ -170,7 +170,9 @@ def test_history_shows_each_runs_overhead_beside_its_plans_work(clock_run: tuple
     shown = CliRunner().invoke(main, ["history", str(folder / "spec.yaml"), "--workdir", str(folder / "work")],
                                env={"COLUMNS": "400"})
     assert shown.exit_code == 0, shown.output
-    assert "overhead cpu s" in shown.output and "by purpose" in shown.output
+    assert "overhead CPU (s)" in shown.output and "by purpose" in shown.output
+    assert "model est. (s)" in shown.output and "measured CPU (s)" in shown.output
+    assert shown.output.count("calibration: one second of the model's estimate came to ") == 1, shown.output
     assert "statistics" in shown.output and "landing" in shown.output and "fragment" in shown.output
     assert shown.output.count(f"sales {SALES // 4} ({SALES // 4})") == 3  # landed (forecast) from t2 on
     data = CliRunner().invoke(main, ["history", str(folder / "spec.yaml"), "--workdir", str(folder / "work"),

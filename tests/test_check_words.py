@@ -36,8 +36,10 @@ def test_check_says_why_an_intact_manifest_is_no_point_to_run_on_from(spark: Any
     shown = CliRunner().invoke(main, ["check", str(tmp_path / "spec.yaml"), "--workdir", str(tmp_path / "work")])
     assert shown.exit_code == 1
     lines = shown.output.splitlines()
-    assert lines[0] == f"damaged: cycle 20261120T000000: {cycle / 't002.json'} is missing, but t3 is committed after it"
-    assert lines[1].startswith("cycle 20261120T000000: t1's manifest is intact, but ") and \
+    # the cycle in words (its folder keeps the compact name), each time point with its value
+    assert lines[0] == (f"damaged: cycle of 2026-11-20 00:00: {cycle / 't002.json'} is missing, but t3 is committed "
+                        "after it")
+    assert lines[1].startswith("cycle of 2026-11-20 00:00: the manifest of t1 (2026-11-20 06:00) is intact, but ") and \
         "states/s1@t001" in lines[1] and "dropped once the time points after it have read it" in lines[1], lines[1]
-    assert lines[2] == ("cycle 20261120T000000: the last time point to run on from is its start; "
-                        f"'tempura repair {tmp_path / 'spec.yaml'}' rebuilds from t1")
+    assert lines[2] == ("cycle of 2026-11-20 00:00: the last time point to run on from is its start; "
+                        f"'tempura repair {tmp_path / 'spec.yaml'}' rebuilds from t1 (2026-11-20 06:00)")

@@ -77,6 +77,9 @@ def test_text_lists_time_points_and_every_method(spec: Path) -> None:
     methods = text.split("methods (* = this plan):")[1]
     for method in ("*auto", "batch", "ivm", "streaming", "ojv", "higher-order"):
         assert method in methods
+    # the model's figures are labelled as its estimate, and the calibration factor is said once
+    assert "the model's estimate (model seconds): cost vector [" in text and "model est.: cost vector" in methods
+    assert text.count("calibration: ") == 1 and "no fragment of this job is measured yet" in text, text
 
 
 def test_forced_method_keeps_states(spec: Path) -> None:

@@ -42,6 +42,30 @@ def test_simulate_starts_afresh_each_time(spark: Any, tmp_path: Path) -> None:
     assert second.output.count(" fragment(s), ") == 2, second.output
 
 
+def test_a_runs_lines_name_the_cycle_and_time_points_in_words_and_label_their_figures(spark: Any, tmp_path: Path) -> None:
+    """Each line: the cycle by its origin (never its folder's name), the time point with its
+    value, CPU and wall seconds; the progress names fragments in words, the memo's names (``SS[2]
+    of G6``) only with --verbose."""
+    import re
+
+    add_file(spark, tmp_path / "data" / "sales", "a.parquet", ROWS)
+    spec = write_spec(tmp_path, QUERY)
+    workdir = str(tmp_path / "work")
+    plain = run(str(spec), "--simulate", "--method", "ivm", "--workdir", workdir)
+    assert plain.exit_code == 0, plain.output
+    lines = [line for line in plain.output.splitlines() if " fragment(s), " in line]
+    assert [line.split(": ", 1)[0] for line in lines] == ["cycle of 2026-01-01 00:00, t1 (2026-01-01 06:00)",
+                                                         "cycle of 2026-01-01 00:00, t2 (2026-01-01 12:00)"], lines
+    assert all(re.search(r"ivm, \d+ fragment\(s\), CPU \d+\.\d\d s, wall \d+\.\d\d s, \d+ rows landed", x) for x in lines)
+    words = re.sub(r"\S*/cycles/\S*", "PATH", plain.output)  # a delivery's path keeps the folder's name
+    assert "20260101T000000" not in words and not re.search(r" of G\d+", words), plain.output
+    assert re.search(r"fragment 1 of \d+ \[", plain.output), plain.output
+    verbose = CliRunner(env={"COLUMNS": "400"}).invoke(  # wide enough that no bar's words are cut
+        main, ["run", str(spec), "--simulate", "--method", "ivm", "--workdir", workdir, "--verbose"])
+    assert verbose.exit_code == 0, verbose.output
+    assert re.search(r"\(f\d+ [A-Z]+[\[(].* of G\d+\)", verbose.output), verbose.output
+
+
 def test_an_output_uri_is_delivered_where_it_points(spark: Any, tmp_path: Path) -> None:
     add_file(spark, tmp_path / "job" / "data" / "sales", "a.parquet", ROWS)
     spec = write_spec(tmp_path / "job", QUERY)

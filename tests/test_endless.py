@@ -229,7 +229,7 @@ def test_a_run_by_the_clock_runs_the_carry_before_the_cycles_first_time_point(fa
     from tempura.cli import main
 
     shown = CliRunner(env={"COLUMNS": "400"}).invoke(main, ["history", str(spec.path), "--workdir", str(tmp_path / "work")])
-    assert shown.exit_code == 0 and f"took over cycle {spec.cycle(0).label}'s history" in shown.output, shown.output  # type: ignore[union-attr]
+    assert shown.exit_code == 0 and f"took over the {spec.cycle(0).title}'s history" in shown.output, shown.output  # type: ignore[union-attr]
 
 
 @pytest.mark.spark

@@ -33,7 +33,7 @@ def test_malformed_rows_are_counted_and_named(spark: object, tmp_path: Path) -> 
     spec = job(tmp_path)
     ran = CliRunner().invoke(main, ["run", str(spec), "--now", "2026-11-20T12:00:00"])
     assert ran.exit_code == 0, ran.output
-    line = next(x for x in ran.output.splitlines() if " t1 (" in x)
+    line = next(x for x in ran.output.splitlines() if " t1 (" in x and " fragment(s), " in x)  # not the progress
     assert "3 rows landed" in line, line
     assert "1 row(s) set aside (1 with no arrival)" in line and "late" not in line, line
     first = f"{(tmp_path / 'data' / 'sales' / 'a.csv').as_uri()}: 2,abc,2026-11-20 02:00:00"

@@ -117,9 +117,9 @@ def test_history_as_json_and_as_a_table_that_does_not_wrap(ran: dict[str, Any], 
     assert data["fragments"] and {f["time_index"] for f in data["fragments"]} <= {1, 2, 3, 4}
     table = CliRunner().invoke(main, ["history", *simulated])
     assert table.exit_code == 0, table.output
-    # a piped table keeps each row on one line: time point, time and method side by side
+    # a piped table keeps each row on one line: the cycle in words, the time point and method side by side
     for index, hour in ((1, "06"), (2, "12"), (3, "18")):
-        pattern = rf"│ {index}\s+│ 2026-11-22[ T]{hour}:00:00\s+│ ivm\s+│"
+        pattern = rf"│ cycle of 2026-11-22 00:00 │ t{index} \(2026-11-22 {hour}:00\)\s+│ ivm\s+│"
         assert len([line for line in table.output.splitlines() if re.search(pattern, line)]) == 1, table.output
     fragment_lines = [line for line in table.output.splitlines() if re.search(r"│ f\d+\s+│", line)]
     assert len(fragment_lines) == len(data["fragments"]), table.output

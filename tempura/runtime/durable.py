@@ -43,7 +43,7 @@ from tempura.runtime.storage import Location
 from tempura.runtime.store import JobStore, inventory
 from tempura.sql.names import quote_identifier
 from tempura.tvr.layout import BUCKET, Layout, Merge, Probe, Since, pruned, scans_of, touched
-from tempura.tvr.time import TimeValue
+from tempura.tvr.time import TimeValue, cycle_words
 from tempura.tvr.operators import SourceRead
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
 
@@ -265,10 +265,10 @@ class DurableExecutor:
             try:
                 run.fragments.append(self._fragment(plan, fragment, index, saved, run))
             except PlanRejected as error:  # the query itself passed Spark's analyzer when it was planned
-                raise InternalError(f"t{index} of cycle {self.cycle}, fragment {fragment.id}: {error} "
+                raise InternalError(f"t{index} of the {cycle_words(self.cycle)}, fragment {fragment.id}: {error} "
                                     "(tempura wrote SQL that Spark rejects for a query Spark accepts)") from None
             except ExecutionError as error:
-                raise ExecutionError(f"t{index} of cycle {self.cycle}, fragment {fragment.id}: {error}") from None
+                raise ExecutionError(f"t{index} of the {cycle_words(self.cycle)}, fragment {fragment.id}: {error}") from None
         return run
 
     def _fragment(self, plan: MultiTimePlan, fragment: Fragment, index: int, saved: dict[str, SavedState],
@@ -533,7 +533,7 @@ class DurableExecutor:
             return read_output(self.spark, uri(folder), fmt, schema).limit(1).count() > 0
 
         if not holds_rows(pending) and holds_rows(final):
-            raise ExecutionError(f"t{index} of cycle {self.cycle} delivers an empty result, which would replace the rows "
+            raise ExecutionError(f"t{index} of the {cycle_words(self.cycle)} delivers an empty result, which would replace the rows "
                                  f"of {final}: nothing was committed (set allow_empty: true in the spec if an empty "
                                  f"result is right)")
 

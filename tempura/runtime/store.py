@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterable, Mapping
 from tempura.errors import TempuraError
 from tempura.runtime.files import Files, uri
 from tempura.runtime.storage import Location, Storage, Uri, as_location, storage_for
+from tempura.tvr.time import cycle_words, time_point_words
 
 _TAG = re.compile(r".*@t(\d+)$")
 _INTERVAL = re.compile(r"i=(\d+)$")
@@ -176,17 +177,17 @@ class JobStore:
         try:
             text = self.storage.read_text(path)
         except OSError as error:
-            raise Damage(f"cycle {cycle} t{index}: cannot read {path}: {error.strerror}") from None
+            raise Damage(f"{cycle_words(cycle)}, t{index}: cannot read {path}: {error.strerror}") from None
         if text is None:
             return None
         try:
             data = json.loads(text)
         except ValueError:
-            raise Damage(f"cycle {cycle} t{index}: {path} is truncated or not JSON") from None
+            raise Damage(f"{cycle_words(cycle)}, t{index}: {path} is truncated or not JSON") from None
         if not isinstance(data, dict) or data.get("index") != index:
-            raise Damage(f"cycle {cycle} t{index}: {path} is not the manifest of t{index}")
+            raise Damage(f"{cycle_words(cycle)}, t{index}: {path} is not the manifest of t{index}")
         if "checksum" in data and data["checksum"] != checksum(data):
-            raise Damage(f"cycle {cycle} t{index}: {path} was altered (its checksum does not match its content)")
+            raise Damage(f"{cycle_words(cycle)}, t{index}: {path} was altered (its checksum does not match its content)")
         return data
 
     def manifest_indices(self, cycle: str) -> list[int]:
@@ -201,12 +202,12 @@ class JobStore:
         out: list[dict[str, Any]] = []
         for expected, index in enumerate(indices, 1):
             if index != expected:
-                raise Damage(f"cycle {cycle}: {self.manifest_path(cycle, expected)} is missing, but "
+                raise Damage(f"{cycle_words(cycle)}: {self.manifest_path(cycle, expected)} is missing, but "
                              f"t{index} is committed after it")
             data = self.manifest(cycle, index)
             assert data is not None
             if out and "previous" in data and data["previous"] != out[-1].get("checksum"):
-                raise Damage(f"cycle {cycle} t{index}: {self.manifest_path(cycle, index)} does not follow "
+                raise Damage(f"{cycle_words(cycle)}, t{index}: {self.manifest_path(cycle, index)} does not follow "
                              f"t{index - 1}'s manifest (it was committed after another t{index - 1})")
             out.append(data)
         return out
@@ -242,32 +243,34 @@ class JobStore:
         index = manifest.get("index")
         base = self.cycle_dir(cycle)
         named = f"committed by t{index:03d}.json" if isinstance(index, int) else "committed"
+        where = f"{cycle_words(cycle)}, {time_point_words(index, manifest.get('time'))}" if isinstance(index, int) \
+            else cycle_words(cycle)
         problems: list[str] = []
         for path, entry in sorted(dict(manifest.get("inventory", {})).items()):
             folder = base / path
             if not self.storage.is_dir(folder):
-                problems.append(f"cycle {cycle} t{index}: {folder} ({named}) is missing")
+                problems.append(f"{where}: {folder} ({named}) is missing")
                 continue
             damaged = listed_problems(folder, entry.get("files", {}),
-                                      lambda name: f"cycle {cycle} t{index}: {folder / name} ({named})", self.storage)
+                                      lambda name: f"{where}: {folder / name} ({named})", self.storage)
             problems += damaged
             if deep and not damaged and entry.get("rows") is not None and path.startswith(("states/", "landing/")):
                 try:
                     rows = parquet_rows(folder, self.storage)
                 except Exception as error:  # a footer that does not parse: the file is damaged
                     why = error.strerror if isinstance(error, OSError) and error.strerror else error
-                    problems.append(f"cycle {cycle} t{index}: {folder} ({named}) cannot be read: {why}")
+                    problems.append(f"{where}: {folder} ({named}) cannot be read: {why}")
                     continue
                 if rows is not None and rows != entry["rows"]:
-                    problems.append(f"cycle {cycle} t{index}: {folder} ({named}) holds {rows} rows, not {entry['rows']}")
+                    problems.append(f"{where}: {folder} ({named}) holds {rows} rows, not {entry['rows']}")
         for entries in dict(manifest.get("history", {})).values():  # a carried cycle's history, in earlier cycles
             for entry in entries:
                 folder = self.root / str(entry["path"])
                 if not self.storage.is_dir(folder):
-                    problems.append(f"cycle {cycle} t{index}: {folder} (history {named}) is missing")
+                    problems.append(f"{where}: {folder} (history {named}) is missing")
                     continue
                 problems += listed_problems(folder, entry.get("files", {}),
-                                            lambda name: f"cycle {cycle} t{index}: {folder / name} (history {named})",
+                                            lambda name: f"{where}: {folder / name} (history {named})",
                                             self.storage)
         return problems
 

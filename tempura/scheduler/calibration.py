@@ -49,6 +49,11 @@ prunes, the keys are few against the buckets and the buckets touched grow with t
 estimates are off by: the factor the next plan multiplies them by (at least :data:`MIN_OWN`
 reads; within :data:`KEY_BOUNDS` either way; ``cost: {probe_keys: …}`` pins it). A change feed's
 delta, where a deletion and its re-insertion count as two keys, is the case it corrects most.
+
+**What a model second is worth** (:func:`model_factor`, :func:`model_factor_words`): the
+executor CPU seconds measured against the model's estimate, summed over the job's fragments
+that ran — the one factor ``tempura history`` and ``tempura plan`` show beside the model's
+figures, so that a user can read an estimate in measured seconds.
 """
 
 from __future__ import annotations
@@ -272,6 +277,31 @@ def key_factor(rows: Iterable[Mapping[str, Any]]) -> tuple[float | None, int]:
     return min(max(ratio, 1.0 / KEY_BOUNDS), KEY_BOUNDS), len(found)
 
 
+def model_factor(rows: Iterable[Mapping[str, Any]]) -> tuple[float | None, int]:
+    """Measured executor CPU seconds per second of the model's estimate, over the fragments of
+    history ``rows`` with both figures (the most recent :data:`WINDOW`), and how many there are;
+    ``None`` when no fragment has both."""
+    found = [(float(row["cpu_seconds"]), float(row["estimated_seconds"])) for row in rows
+             if row.get("cpu_seconds") is not None and row.get("estimated_seconds") is not None
+             and float(row["estimated_seconds"]) > 0]
+    found = found[-WINDOW:]
+    estimated = math.fsum(e for _, e in found)
+    if not found or estimated <= 0:
+        return None, 0
+    return math.fsum(c for c, _ in found) / estimated, len(found)
+
+
+def model_factor_words(rows: Iterable[Mapping[str, Any]]) -> str:
+    """One line: what a second of the model's estimate came to in measured CPU seconds, and over
+    how many fragments (or that nothing is measured yet)."""
+    factor, n = model_factor(rows)
+    if factor is None:
+        return ("calibration: the model's estimates are in model seconds; no fragment of this job is measured yet, "
+                "so how they compare with measured CPU seconds is not known")
+    return (f"calibration: one second of the model's estimate came to {factor:.3g} s of measured CPU "
+            f"(over the {n} fragment{'s' if n != 1 else ''} of this job that ran)")
+
+
 def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[Mapping[str, Any]],
                other_jobs: Mapping[str, Iterable[Mapping[str, Any]]] | None = None
                ) -> tuple[CostConstants, Calibration | None]:
@@ -295,4 +325,4 @@ def calibrated(constants: CostConstants, pinned: Iterable[str], rows: Iterable[M
 
 
 __all__ = ["BOUNDS", "KEY_BOUNDS", "MAX_MISS", "MIN_FRAGMENTS", "MIN_OWN", "Calibration", "Sample", "calibrate", "calibrated", "fit",
-           "for_job", "key_factor", "other_jobs", "samples"]
+           "for_job", "key_factor", "model_factor", "model_factor_words", "other_jobs", "samples"]

@@ -25,6 +25,7 @@ from tempura.runtime.lock import LEASE, read_holder, stale
 from tempura.runtime.lock import NAME as LOCK_NAME
 from tempura.runtime.storage import LOCAL, HadoopStorage, Location, Storage, Uri, is_uri
 from tempura.runtime.store import Damage, JobStore, inventory, listed_problems
+from tempura.tvr.time import cycle_words, time_point_words
 
 
 @dataclass
@@ -37,6 +38,7 @@ class CycleReport:
     problems: list[str] = field(default_factory=list)
     leftovers: list[str] = field(default_factory=list)  # an attempt's .pending/ (cleaned by the next run)
     passed: list[str] = field(default_factory=list)  # why the sound manifests after ``intact`` are not resume points
+    times: dict[int, str] = field(default_factory=dict)  # the time point of each readable manifest, by index
 
 
 @dataclass
@@ -58,7 +60,7 @@ def _chain_prefix(store: JobStore, label: str) -> tuple[list[dict[str, Any]], li
     problems: list[str] = []
     for expected, index in enumerate(store.manifest_indices(label), 1):
         if index != expected:
-            problems.append(f"cycle {label}: {store.manifest_path(label, expected)} is missing, but t{index} "
+            problems.append(f"{cycle_words(label)}: {store.manifest_path(label, expected)} is missing, but t{index} "
                             f"is committed after it")
             break
         try:
@@ -68,8 +70,8 @@ def _chain_prefix(store: JobStore, label: str) -> tuple[list[dict[str, Any]], li
             break
         assert data is not None
         if sound and "previous" in data and data["previous"] != sound[-1].get("checksum"):
-            problems.append(f"cycle {label} t{index}: {store.manifest_path(label, index)} does not follow "
-                            f"t{index - 1}'s manifest")
+            problems.append(f"{cycle_words(label)}, {time_point_words(index, data.get('time'))}: "
+                            f"{store.manifest_path(label, index)} does not follow t{index - 1}'s manifest")
             break
         sound.append(data)
     return sound, problems
@@ -104,7 +106,7 @@ def _delivery_problems(label: str, manifest: Mapping[str, Any], storage: Storage
         folder = Uri(path)
     else:
         return []
-    where = f"cycle {label} t{manifest.get('index')}: the delivery {folder}"
+    where = f"{cycle_words(label)}, {time_point_words(int(manifest.get('index') or 0), manifest.get('time'))}: the delivery {folder}"
     if not storage.is_dir(folder):
         return [f"{where} is missing"]
     return listed_problems(folder, delivery.get("files", {}), lambda name: f"{where}: {name}", storage)
@@ -131,7 +133,7 @@ def resume_point(store: JobStore, label: str) -> tuple[int, list[str]]:
         why = problems[0].split(": ", 1)[-1]
         if "/states/" in why:
             why += " (a state is dropped once the time points after it have read it)"
-        passed.append(f"t{data['index']}'s manifest is intact, but {why}, so no time point can run on from it")
+        passed.append(f"the manifest of {time_point_words(int(data['index']), data.get('time'))} is intact, but {why}, so no time point can run on from it")
     return 0, passed[::-1]
 
 
@@ -147,7 +149,8 @@ def check_cycle(store: JobStore, label: str) -> CycleReport:
     pending = store.pending(label)
     leftovers = [str(pending)] if store.storage.exists(pending) and inventory(pending, store.storage) else []
     intact, passed = resume_point(store, label) if problems else (len(sound), [])
-    return CycleReport(label, len(store.manifest_indices(label)), intact, problems, leftovers, passed)
+    times = {int(m["index"]): str(m.get("time")) for m in readable if "index" in m}
+    return CycleReport(label, len(store.manifest_indices(label)), intact, problems, leftovers, passed, times)
 
 
 def check_job(store: JobStore) -> JobReport:

@@ -69,8 +69,8 @@ from tempura.scheduler.spec import Cycle, Spec, cycle_index_at
 from tempura.sql.names import quote_identifier
 from tempura.tvr.bounds import ArrivalBounds
 from tempura.tvr.layout import Layout, interval_slices
-from tempura.tvr.time import TimeValue
-from tempura.tvr.plan import MultiTimePlan
+from tempura.tvr.time import TimeValue, cycle_words, time_point_words
+from tempura.tvr.plan import Fragment, MultiTimePlan
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -157,7 +157,7 @@ class Runner:
 
     def __init__(self, spec: Spec, spark: SparkSession, workdir: str | Location = ".tempura", method: str = "auto",
                  simulate: bool = False, progress: Callable[[str, int, int], None] | None = None,
-                 hook: Callable[[dict[str, Any]], None] | None = None, wait: float = 0.0) -> None:
+                 hook: Callable[[dict[str, Any]], None] | None = None, wait: float = 0.0, verbose: bool = False) -> None:
         self.spec = spec
         self.spark = spark
         self.workdir = as_location(workdir)
@@ -172,6 +172,7 @@ class Runner:
         self.wait = wait  # how long to wait for another run's lock on the job folder
         self.feeds = feeds(spec)
         self.progress = progress
+        self.verbose = verbose  # progress names fragments by the memo's forms (SS[2] of G6), not in words
         self.hook = hook if hook is not None else _load_hook(spec)
         self.events = EventLog(self.history, method, _load_hook(spec, "on_failure"))
         self._prepared: Prepared | None = None
@@ -313,12 +314,12 @@ class Runner:
                 indices = self.store.manifest_indices(name)
                 if not indices:
                     if label is not None:
-                        raise RunError(f"{self.store.root}: cycle {name} has no committed time point")
+                        raise RunError(f"{self.store.root}: the {cycle_words(name)} has no committed time point")
                     continue
                 intact = last_intact(self.store, name)
                 start = first if first is not None else intact + 1
                 if start - 1 > intact:
-                    raise RunError(f"cycle {name}: t{start - 1} is not intact, so repair cannot start at t{start}: "
+                    raise RunError(f"{cycle_words(name)}: t{start - 1} is not intact, so repair cannot start at t{start}: "
                                    f"the last intact time point is t{intact} (repair --from t{intact + 1})")
                 if start > max(indices) and intact == max(indices):
                     continue  # nothing damaged
@@ -414,7 +415,7 @@ class Runner:
                 self.history.record_run(committed)
             return PointResult(label, index, value, skipped=True, manifest=committed)
         if index > len(chain) + 1:
-            raise RunError(f"t{index} of cycle {label} cannot run before t{index - 1} is committed")
+            raise RunError(f"t{index} of the {cycle_words(label)} cannot run before t{index - 1} is committed")
         reached("locked", index)
         if cycle.carried and index == 1:
             return self._carry(cycle)
@@ -442,7 +443,8 @@ class Runner:
             nonlocal done
             done += 1
             if self.progress is not None:
-                self.progress(f"{label} t{index}: {what}", done, steps)
+                self.progress(f"{cycle_words(label)}, {time_point_words(index, cycle.points.value(index))}: {what}",
+                              done, steps)
 
         landed, changes = self._land(cycle, index, previous, tick,
                                       {name: by_index[index] for name, by_index in plan.layouts.items() if index in by_index})
@@ -457,7 +459,7 @@ class Runner:
                                    allow_empty=self.spec.allow_empty, fence=self.lock.check,
                                    history=carried_history(previous), layouts=landed_layouts(previous, landed),
                                    slices=self._slice_bounds(cycle), meter=self.meter)
-        run = executor.run(plan, index, saved, lambda f: tick(f"{f.id} [{f.method}] {f.form}"))
+        run = executor.run(plan, index, saved, lambda f: tick(self._fragment_words(f, plan.at(index))))
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
             i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
@@ -496,6 +498,14 @@ class Runner:
             if not self.files.exists(feed.location):
                 raise RunError(f"{self.spec.path}: sources.{name}.path: {feed.location} does not exist (nothing was run)")
 
+    def _fragment_words(self, fragment: Fragment, at: Sequence[Fragment]) -> str:
+        """A fragment as a progress bar names it: ``fragment 1 of 3 [ivm]: changes up to t2 of
+        Aggregate over sales``; with :attr:`verbose`, by its id and the memo's form too."""
+        n = next((i for i, f in enumerate(at, 1) if f.id == fragment.id), 0)
+        words = fragment.computes or fragment.output
+        memo = f" ({fragment.id} {fragment.form})" if self.verbose else ""
+        return f"fragment {n} of {len(at)} [{fragment.method}]: {words}{memo}"
+
     def _carry(self, cycle: Cycle) -> PointResult:
         """Commit point 1 of a carried cycle, its carry: the history and the states the cycle
         before left at its last time point are taken over (states copied in, renamed as
@@ -519,7 +529,7 @@ class Runner:
                 states: list[SavedState] = []
                 schemas = {name: schema.json() for name, schema in self._schemas.items()}
                 source_schemas = {name: schema.json() for name, schema in self._source_schemas.items()}
-                why = f"cycle {before.label} did not finish: the history was landed from the sources"
+                why = f"the {before.title} did not finish: the history was landed from the sources"
             else:
                 self.store.check_readable(before.label, last, before.last + 1)
                 history = self._taken_history(before, last)
@@ -529,7 +539,7 @@ class Runner:
                 schemas = dict(last.get("schemas", {}))
                 source_schemas = dict(last.get("source_schemas", {}))
                 states = self._taken_states(cycle, before, last)
-                why = (f"took over cycle {before.label}'s history ({sum(m[0][0] for m in measured.values())} rows) and "
+                why = (f"took over the {before.title}'s history ({sum(m[0][0] for m in measured.values())} rows) and "
                        f"{len(states)} state(s)")
             compacted = []
             for name in list(history):

@@ -113,12 +113,13 @@ def signed_difference(now: Sequence[tuple[Any, ...]], before: Sequence[tuple[Any
 
 def simulate(spark: SparkSession, spec: Spec, method: str, workdir: Location, check: bool = True,
              progress: Callable[[str, int, int], None] | None = None,
-             references: References | None = None) -> MethodRun:
+             references: References | None = None, verbose: bool = False) -> MethodRun:
     """Run cycle 0 of ``spec`` under ``method`` from scratch (an earlier simulation of the same
     method in ``workdir`` is deleted first); ``check``: compare every delivered result with
     :func:`~tempura.scheduler.reference.reference`, kept in ``references`` (given: shared with
-    other runs over the same sources)."""
-    runner = Runner(spec, spark, workdir, method, simulate=True, progress=progress)
+    other runs over the same sources); ``verbose``: progress names fragments by the memo's forms
+    too."""
+    runner = Runner(spec, spark, workdir, method, simulate=True, progress=progress, verbose=verbose)
     with runner.lock_held():
         runner.clear()
         runner.settle_points()  # a target_lag schedule's points, chosen afresh

@@ -14,6 +14,7 @@ from typing import Mapping
 from tempura.cost.model import format_bytes, format_time
 from tempura.tvr.layout import pruned, touched
 from tempura.tvr.plan import Fragment, KeptState, MultiTimePlan
+from tempura.tvr.time import time_point_words
 
 
 def _vector(plan: MultiTimePlan) -> str:
@@ -35,11 +36,12 @@ def plan_text(plan: MultiTimePlan, physical: bool = True, sql: bool = False, ver
     lines = [
         f"time points: {tp}; deliver: {', '.join(f't{i}' for i in tp.deliver)}; output: {plan.output}",
         f"method: {plan.method} (uses {', '.join(plan.methods)}); weights: [{weights}]",
-        f"cost vector: {_vector(plan)}  objective: {format_time(plan.cost.weighted)}  work: {format_time(plan.cost.work)}",
+        f"the model's estimate (model seconds): cost vector {_vector(plan)}  objective {format_time(plan.cost.weighted)}  "
+        f"work {format_time(plan.cost.work)}",
     ]
     for t in tp.indices:
         fragments = plan.at(t)
-        lines.append(f"t{t} ({tp.value(t)}): {len(fragments)} fragment{'s' if len(fragments) != 1 else ''}")
+        lines.append(f"{time_point_words(t, tp.value(t))}: {len(fragments)} fragment{'s' if len(fragments) != 1 else ''}")
         for f in fragments:
             inputs = [s.describe() for s in f.sources] + [f"state {s}" for s in f.states]
             keeps = f" {f.keeps}" if f.keeps else ""
@@ -130,8 +132,8 @@ def states_text(plan: MultiTimePlan, verbose: bool = False) -> list[str]:
 
 
 def alternatives_text(plans: Mapping[str, MultiTimePlan], chosen: str = "auto") -> str:
-    """Every method's cost vector, objective and work, side by side."""
-    header = ("method", "uses", "cost vector", "objective", "work", "fragments", "states")
+    """Every method's cost vector, objective and work (the model's estimates), side by side."""
+    header = ("method", "uses", "model est.: cost vector", "objective", "work", "fragments", "states")
     rows = [header]
     for method, plan in plans.items():
         mark = "*" if method == chosen else " "
@@ -161,7 +163,7 @@ def plan_dot(plan: MultiTimePlan, verbose: bool = False) -> str:
              "  node [shape=box, fontname=Helvetica, fontsize=10]; edge [fontname=Helvetica, fontsize=9];"]
     for t in tp.indices:
         lines.append(f"  subgraph cluster_t{t} {{")
-        lines.append(f'    label="t{t}  {_quoted(str(tp.value(t)))}"; style=rounded; color=gray60;')
+        lines.append(f'    label="{_quoted(time_point_words(t, tp.value(t)))}"; style=rounded; color=gray60;')
         lines.append(f'    t{t}_at [shape=plaintext, label="{"" if plan.at(t) else "nothing runs"}"];')
         for f in plan.at(t):
             reads = "\\n".join(_quoted(s.describe()) for s in f.sources)
