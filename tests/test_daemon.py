@@ -63,7 +63,8 @@ def test_the_daemon_prints_each_commit_and_stops_on_sigterm_in_one_line(spark: A
     out, err = process.communicate(timeout=60)
     assert process.returncode == 0, (out, err)
     lines = out.splitlines()
-    assert [line.split(" (")[0].split(" ", 1)[1] for line in lines[:2]] == ["t1", "t2"], out
+    assert [line.split(" (")[0].split(", ", 1)[1] for line in lines[:2]] == ["t1", "t2"], out
+    assert all(line.startswith("cycle of ") for line in lines[:2]), out
     assert all(": auto, " in line and "rows landed" in line for line in lines[:2]), out
     assert lines[2:] == ["stopped by SIGTERM: every time point taken was committed"], out
     assert "Traceback" not in err and "Exception" not in err and "ERROR" not in err, err
