@@ -50,3 +50,19 @@ def test_failfast_stops_in_one_line_naming_the_file_and_the_row(spark: object, t
     assert lines[0] == (f"error: a malformed row in {csv}: 'abc' does not parse (parse mode FAILFAST): nothing was "
                         "committed; fix or remove the row and run again"), lines[0]
     assert "An error occurred while calling" not in lines[0]
+
+
+def test_failfast_in_a_process_prints_no_stack_trace(tmp_path: Path) -> None:
+    """As cron runs it: the process's stderr holds tempura's one line, not Spark's traces of the
+    failed task (the executor's, the write's, the job's abort)."""
+    import subprocess
+    import sys
+
+    spec = job(tmp_path, "{header: true, mode: FAILFAST}")
+    ran = subprocess.run([sys.executable, "-m", "tempura", "run", str(spec), "--now", "2026-11-20T12:00:00"],
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 2, ran.stderr[-2000:]
+    err = ran.stderr + ran.stdout
+    assert "\tat org.apache" not in err and "Exception" not in err, err[-3000:]
+    assert [x for x in err.splitlines() if x.startswith("error: ")] == [
+        x for x in err.splitlines() if "malformed row" in x], err[-2000:]
