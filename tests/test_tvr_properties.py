@@ -3,7 +3,17 @@ time point, delivers what ``spark.sql`` of the query delivers over the sources' 
 
 Hypothesis draws small tables (small domains, so that joins match and groups collide, with
 NULLs), an arrival time point per row, deletions for some tables, and a query from a small
-grammar printed as Spark SQL:
+grammar printed as Spark SQL.
+
+Empty intervals are drawn on purpose, not left to chance: two tables in three have a quiet
+interval (the first, the last or one between), in which none of their rows arrives and none is
+deleted. Quiet tables often share theirs, so that one source is quiet while another changes (a
+night with no orders but customer changes), and now and then a table has no rows at all. Half
+the quiet tables are declared to the planner (``expected_empty``), which then plans empty
+relations for their reads, of their columns' types; the others it learns nothing about. A failing
+case prints, per table, the intervals it lands nothing in, and what the planner was told.
+
+The grammar:
 
 - a *base*: one table; an inner, left, right or full outer join of two or three tables (on
   equalities, with an extra conjunct or a non-equality now and then); a ``UNION ALL`` of two
@@ -23,7 +33,9 @@ The properties:
   both objectives.
 
 The regression examples at the end (:data:`EXAMPLES`) name one grammar feature each, on fixed
-data with deletions, so that a failure there reads as the feature that broke.
+data with deletions, so that a failure there reads as the feature that broke; the quiet ones
+hold a join with one side quiet where the other deletes, an aggregate over a source empty at the
+first time point, and columns whose type sqlglot does not know over quiet sources.
 
 Plans whose fragments print the same SQL are run once. Spark runs with one shuffle partition
 and without code generation, which on data this small is several times faster.
@@ -86,6 +98,7 @@ class Table:
     name: str
     rows: tuple[Row, ...]
     deletions: bool
+    quiet: tuple[int, ...] = ()  # intervals drawn to land nothing: no row arrives or is deleted in them
 
     def schema(self) -> dict[str, str]:
         """The columns a query sees: an insert-only source's arrival column is an ordinary one."""
@@ -93,6 +106,11 @@ class Table:
         if not self.deletions:
             columns[ARRIVAL] = "int"
         return columns
+
+    def landing_nothing(self, k: int) -> tuple[int, ...]:
+        """The intervals of ``1..k`` in which no row of the table arrives and none is deleted."""
+        landed = {row[len(TABLES[self.name])] for row in self.rows}
+        return tuple(i for i in range(1, k + 1) if i not in landed)
 
     def all_columns(self) -> list[tuple[str, str]]:
         columns = [*TABLES[self.name], (ARRIVAL, "int")]
@@ -126,13 +144,18 @@ class Case:
                  f"arrival_weights={self.arrival_weights}",
                  self.sql]
         for t in self.tables:
-            lines.append(f"{t.name}{' (with deletions)' if t.deletions else ''}: {list(t.rows)}")
+            notes = ["with deletions"] if t.deletions else []
+            silent = t.landing_nothing(self.k)
+            if silent:
+                notes.append(f"lands nothing in interval{'s' if len(silent) > 1 else ''} {', '.join(map(str, silent))}"
+                             + (" (drawn)" if t.quiet else ""))
+            lines.append(f"{t.name}{' (' + '; '.join(notes) + ')' if notes else ''}: {list(t.rows)}")
         if self.keys:
             lines.append(f"keys: {list(self.keys)}")
         if self.lags:
             lines.append(f"lags: {list(self.lags)}")
         if self.quiet:
-            lines.append(f"expected to land nothing: {list(self.quiet)}")
+            lines.append(f"declared to the planner to land nothing: {list(self.quiet)}")
         return "\n".join(lines)
 
 
@@ -158,22 +181,37 @@ def frame(spark: Any, table: Table) -> Any:
 
 
 @st.composite
-def tables(draw: st.DrawFn, k: int, deletions: frozenset[str], max_rows: int = 12) -> tuple[Table, ...]:
+def tables(draw: st.DrawFn, k: int, deletions: frozenset[str], max_rows: int = 12, quiet: bool = False) -> tuple[Table, ...]:
     """Every table of :data:`TABLES`; those in ``deletions`` also delete some of their rows, each
-    at a time point after the one it arrived at."""
+    at a time point after the one it arrived at. With ``quiet``, two tables in three have a quiet
+    interval, in which none of their rows arrives and none is deleted: often the interval the
+    other quiet tables share (a night with no orders), sometimes one of their own, now and then
+    every interval (a table with no rows at all)."""
+    night = draw(st.integers(1, k))
     out = []
     for name, columns in TABLES.items():
+        silent: tuple[int, ...] = ()
+        if quiet:
+            how = draw(st.sampled_from(["none", "none", "none", "night", "night", "night", "own", "own", "empty"]))
+            if how == "night":
+                silent = (night,)
+            elif how == "own":
+                silent = (draw(st.integers(1, k)),)
+            elif how == "empty":
+                silent = tuple(range(1, k + 1))
+        times = [t for t in range(1, k + 1) if t not in silent]
         row = st.tuples(*(st.sampled_from(DOMAINS[t]) for _, t in columns))
-        size = draw(st.sampled_from(range(max_rows + 1)))  # drawn first: lists alone are mostly very short
-        inserted = draw(st.lists(st.tuples(row, st.integers(1, k)), min_size=size, max_size=size))
+        size = draw(st.sampled_from(range(max_rows + 1))) if times else 0  # drawn first: lists alone are mostly very short
+        inserted = draw(st.lists(st.tuples(row, st.sampled_from(times)), min_size=size, max_size=size)) if size else []
         if name not in deletions:
-            out.append(Table(name, tuple((*data, at) for data, at in inserted), False))
+            out.append(Table(name, tuple((*data, at) for data, at in inserted), False, silent))
             continue
         rows: list[Row] = [(*data, at, "I") for data, at in inserted]
         for data, at in inserted:
-            if at < k and draw(st.booleans()):
-                rows.append((*data, draw(st.integers(at + 1, k)), "D"))
-        out.append(Table(name, tuple(rows), True))
+            later = [t for t in times if t > at]
+            if later and draw(st.booleans()):
+                rows.append((*data, draw(st.sampled_from(later)), "D"))
+        out.append(Table(name, tuple(rows), True, silent))
     return tuple(out)
 
 
@@ -383,7 +421,9 @@ def cases(draw: st.DrawFn, objective: str | None = None) -> Case:
     k = draw(st.integers(2, 5))
     sql, read = draw(queries())
     with_deletions = draw(st.sets(st.sampled_from(sorted(read))))
-    data = draw(tables(k, frozenset(with_deletions)))
+    data = tuple(t for t in draw(tables(k, frozenset(with_deletions), quiet=True)) if t.name in read)
+    # Half the quiet tables declared to the planner (empty relations stand for their reads), half not.
+    quiet = tuple((t.name, t.quiet) for t in data if t.quiet and draw(st.booleans()))
     # What the planner believes varies too, so that the search picks different plans.
     estimated = tuple((t, float(draw(st.sampled_from([1000, 10, 100_000])))) for t in sorted(read))
     weights = tuple(draw(st.lists(st.sampled_from([1, 1, 4]), min_size=k, max_size=k)))
@@ -391,7 +431,7 @@ def cases(draw: st.DrawFn, objective: str | None = None) -> Case:
     deliver: tuple[int, ...] = ()
     if draw(st.integers(0, 3)) == 0:  # results due at some time points only (the last among them)
         deliver = tuple(sorted({*draw(st.sets(st.integers(1, k - 1))), k}))
-    return Case(sql, tuple(t for t in data if t.name in read), k, objective, estimated, weights, deliver)
+    return Case(sql, data, k, objective, estimated, weights, deliver, quiet=quiet)
 
 
 # -- planning and running --------------------------------------------------------------------------
@@ -552,6 +592,16 @@ U_CHANGES = Table("u", (
 R_INSERTS = Table("r", ((1, 10, "x", 1), (2, 20, "y", 1), (None, 5, "x", 2), (3, None, None, 2), (1, 11, "y", 3)), False)
 U_INSERTS = Table("u", ((1, 100, "x", 1), (2, None, "y", 2), (1, 101, "y", 2), (5, 500, None, 3)), False)
 W_INSERTS = Table("w", ((1, Decimal("1.50"), 1), (2, Decimal("-0.25"), 2), (2, None, 2), (None, Decimal("2.00"), 3)), False)
+# Quiet intervals: u lands nothing at t2, where r deletes; r lands nothing at t1.
+U_QUIET_2 = Table("u", (
+    (1, 100, "x", 1, "I"), (2, 200, "y", 1, "I"), (4, 400, None, 1, "I"),
+    (1, 100, "x", 3, "D"), (3, None, "x", 3, "I"), (1, 101, "y", 3, "I"),
+), True, (2,))
+R_LATE = Table("r", (
+    (1, 10, "x", 2, "I"), (1, 10, "x", 2, "I"), (2, 20, "y", 2, "I"), (None, 5, "x", 2, "I"),
+    (1, 10, "x", 3, "D"), (3, None, None, 3, "I"), (2, 21, "x", 3, "I"),
+), True, (1,))
+DAY = "date_trunc('DAY', date_add(DATE '2026-01-01', {}))"  # a type sqlglot does not know: the planner's column is unknown
 
 EXAMPLES: dict[str, Case] = {
     "filter": Case("SELECT r.a AS c0, r.s AS c1 FROM r WHERE r.b > 5 OR r.s IS NULL", (R_CHANGES,), 3),
@@ -593,6 +643,21 @@ EXAMPLES: dict[str, Case] = {
         "SELECT r.b AS g0, r.a AS g1, MIN(r.a) AS m0, SUM(r.b) AS m1, COUNT(*) AS m2 FROM (SELECT * FROM r WHERE r.b IN "
         "(SELECT u.c FROM u WHERE u.s = r.s)) AS r WHERE NOT (r.s = 'x') GROUP BY r.b, r.a HAVING COUNT(DISTINCT r.b) IS NOT NULL",
         (R_CHANGES, U_CHANGES), 5, "deadline", (("r", 1e5), ("u", 1e3)), (1, 1, 1, 4, 4)),
+    # Quiet intervals, declared to the planner (empty relations stand for the reads) and not.
+    "join-one-side-quiet-the-other-deleting": Case(
+        "SELECT r.b AS c0, u.c AS c1, u.s AS c2 FROM r JOIN u ON r.a = u.a", (R_CHANGES, U_QUIET_2), 3, quiet=(("u", (2,)),)),
+    "join-one-side-quiet-undeclared": Case(
+        "SELECT r.a AS c0, r.b AS c1, u.c AS c2 FROM r LEFT JOIN u ON r.a = u.a", (R_CHANGES, U_QUIET_2), 3, "total"),
+    "group-by-over-a-source-empty-at-first": Case(
+        "SELECT r.s AS g0, SUM(r.b) AS m0, COUNT(*) AS m1, AVG(r.b) AS m2 FROM r GROUP BY r.s", (R_LATE,), 3, quiet=(("r", (1,)),)),
+    "group-by-over-a-source-empty-at-first-undeclared": Case(
+        "SELECT r.a AS g0, MIN(r.b) AS m0, COUNT(r.s) AS m1 FROM r GROUP BY r.a", (R_LATE,), 3, "total"),
+    "untyped-key-over-a-quiet-source": Case(  # an empty relation of an unknown column was CAST(NULL AS UNKNOWN)
+        f"SELECT {DAY.format('r.b')} AS g0, COUNT(*) AS m0, SUM(r.a) AS m1 FROM r GROUP BY {DAY.format('r.b')}", (R_LATE,), 3,
+        quiet=(("r", (1,)),)),
+    "untyped-column-over-a-join-with-quiet-sides": Case(  # the join at t1, of an unknown column, is empty
+        f"SELECT r.a AS c0, x.c1 FROM r JOIN (SELECT u.a, {DAY.format('u.c')} AS c1 FROM u) AS x ON r.a = x.a",
+        (R_LATE, U_QUIET_2), 3, "total", quiet=(("r", (1,)), ("u", (2,)))),
 }
 
 
