@@ -187,7 +187,7 @@ def tables(draw: st.DrawFn, k: int, deletions: frozenset[str], max_rows: int = 1
     interval, in which none of their rows arrives and none is deleted: often the interval the
     other quiet tables share (a night with no orders), sometimes one of their own, now and then
     every interval (a table with no rows at all)."""
-    night = draw(st.integers(1, k))
+    night = draw(st.integers(1, k)) if quiet else 0
     out = []
     for name, columns in TABLES.items():
         silent: tuple[int, ...] = ()
@@ -202,7 +202,8 @@ def tables(draw: st.DrawFn, k: int, deletions: frozenset[str], max_rows: int = 1
         times = [t for t in range(1, k + 1) if t not in silent]
         row = st.tuples(*(st.sampled_from(DOMAINS[t]) for _, t in columns))
         size = draw(st.sampled_from(range(max_rows + 1))) if times else 0  # drawn first: lists alone are mostly very short
-        inserted = draw(st.lists(st.tuples(row, st.sampled_from(times)), min_size=size, max_size=size)) if size else []
+        arrival = st.sampled_from(times) if silent else st.integers(1, k)  # without quiet, drawn as before
+        inserted = draw(st.lists(st.tuples(row, arrival), min_size=size, max_size=size)) if times else []
         if name not in deletions:
             out.append(Table(name, tuple((*data, at) for data, at in inserted), False, silent))
             continue
@@ -210,7 +211,7 @@ def tables(draw: st.DrawFn, k: int, deletions: frozenset[str], max_rows: int = 1
         for data, at in inserted:
             later = [t for t in times if t > at]
             if later and draw(st.booleans()):
-                rows.append((*data, draw(st.sampled_from(later)), "D"))
+                rows.append((*data, draw(st.sampled_from(later) if silent else st.integers(at + 1, k)), "D"))
         out.append(Table(name, tuple(rows), True, silent))
     return tuple(out)
 
