@@ -241,3 +241,18 @@ def test_other_jobs_histories_are_read_without_touching_them(tmp_path: Path) -> 
     own = History(jobs / "a" / "history.sqlite").fragments()
     found_stage = calibrate(own, DECLARED, found).stage
     assert found_stage == pytest.approx(0.03 / 1e-3 * 1e9)
+
+
+def test_the_stage_cost_moves_at_most_a_step_per_time_point() -> None:
+    from tempura.scheduler.calibration import MAX_STEP, damped
+
+    assert damped(69.8e9, None) == (69.8e9, None)  # the first time point of a cycle: as fitted
+    held, note = damped(69.8e9, 1e9)  # 1 s, then a fit of 69.8 s: held to a step
+    assert held == MAX_STEP * 1e9 and note is not None and "moved at most 3x" in note and "69.8 s" in note
+    assert damped(held / 30, held)[0] == held / MAX_STEP  # and back down: a step again
+    assert damped(2.31e9, 1e9) == (2.31e9, None)  # within a step: as fitted
+    stage, steps = 1e9, 0  # a fit that stays at 0.04 s is reached in a few time points
+    while stage != 0.04e9:
+        stage, _ = damped(0.04e9, stage)
+        steps += 1
+    assert steps == 3

@@ -39,7 +39,9 @@ The fit is refused (the declared constant stays) when it cannot tell the two kin
 
 The result is kept within :data:`BOUNDS` of the declared value, so that one odd history cannot
 take the model to an extreme. A spec that sets ``cost: {stage: …}`` pins the constant: it is
-then never calibrated.
+then never calibrated. From one time point to the next in a cycle the runner moves it at most
+:data:`MAX_STEP` times either way (:func:`damped`): a fit over a few fragments more can swing,
+and each swing would flip plans the evidence does not support.
 
 **The keys a probe touches** (``CostConstants.probe_keys``). A pruned read records the buckets it
 read against those the plan expected from its estimate of the probe's distinct keys
@@ -76,6 +78,22 @@ WINDOW = 200  # the most recent fragments of each history that are used
 BOUNDS = 100.0  # the calibrated constant stays within this factor of the declared one
 MAX_MISS = 1.5  # a held-out fragment predicted further off than this factor refuses the fit
 KEY_BOUNDS = 10.0  # the calibrated key factor stays within this factor of 1
+MAX_STEP = 3.0  # from one time point's plan to the next, the fitted stage cost moves at most this factor
+
+
+def damped(fitted: float, before: float | None) -> tuple[float, str | None]:
+    """The stage cost a time point plans with when the fit gives ``fitted`` and the time point
+    before planned with ``before`` (model ns; ``None``: no time point before in the cycle): at
+    most :data:`MAX_STEP` times either way from ``before``, so that the fit over a few more
+    fragments cannot swing the plans back and forth (1 s, then 70 s, then 2 s per stage); a
+    fit that stays where it is gets there in a few time points. The note says when it held."""
+    if before is None or before <= 0 or fitted <= 0:
+        return fitted, None
+    held = min(max(fitted, before / MAX_STEP), before * MAX_STEP)
+    if held == fitted:
+        return fitted, None
+    return held, (f"stage cost fitted at {fitted / 1e9:.3g} s, moved at most {MAX_STEP:g}x from the time point "
+                  f"before's {before / 1e9:.3g} s: {held / 1e9:.3g} s")
 
 
 @dataclass(frozen=True)

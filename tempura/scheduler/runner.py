@@ -63,7 +63,7 @@ from tempura.scheduler.planning import (Forecast, Prepared, expected_empty, expe
                                         output_mode, plan_spec, prepare_job)
 from tempura.stats.sketch import ObservedSketch, Sample, TableSketch, collect_sketch
 from tempura.stats.store import StatsCatalog, StatsStore, file_state
-from tempura.scheduler.calibration import for_job
+from tempura.scheduler.calibration import damped, for_job
 from tempura.scheduler.reoptimize import NOTICEABLE
 from tempura.scheduler.spec import Cycle, Spec, cycle_index_at
 from tempura.sql.names import quote_identifier
@@ -959,7 +959,12 @@ class Runner:
                                          self.store.history_path)
         stage = self.spec.cost_constants.stage  # as declared
         if calibration is not None:  # a reason when the stage cost moved from the last committed plan's
-            before = float((previous or {}).get("run", {}).get("stage_cost") or stage)
+            planned = (previous or {}).get("run", {}).get("stage_cost")
+            held, note = damped(constants.stage, float(planned) if planned else None)
+            if note is not None:
+                constants = dataclasses.replace(constants, stage=held)
+                reasons.append(note)
+            before = float(planned or stage)
             if before > 0 and abs(constants.stage / before - 1.0) > NOTICEABLE:
                 reasons.append(calibration.describe(stage))
         plans = plan_spec(prepared, [self.method], output=output, errors=errors, resume=resume, constants=constants,
