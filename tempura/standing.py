@@ -382,13 +382,12 @@ class StandingQuery:
         mode = output or output_mode(self.spec)
         freshness = None
         if self.spec.model.schedule.target_lag is not None:  # the time points the job keeps, or would choose
-            from tempura.scheduler.freshness import choose, load_choice, planned_runs, with_choice
+            from tempura.scheduler.freshness import choose, planned_runs, settled
 
-            freshness = load_choice(root, self._storage(root))
-            if freshness is None or not freshness.matches(self.spec.model.schedule):
-                freshness = choose(self.spec.model.schedule, planned_runs(prepared, method, mode, constants))
-            prepared = prepare_job(with_choice(self.spec, freshness), root, spark, lambda: self.spark, self.progress,
-                                   by_clock=kept)
+            schedule = self.spec.model.schedule
+            chosen_spec, freshness = settled(self.spec, root, self._storage(root), False, keep=False, choose_now=lambda:
+                                             choose(schedule, planned_runs(prepared, method, mode, constants)))
+            prepared = prepare_job(chosen_spec, root, spark, lambda: self.spark, self.progress, by_clock=kept)
         cycle = prepared.spec.cycle(0)
         assert cycle is not None
         prepared, _ = for_cycle(prepared, cycle, forecast=Forecast(1) if kept else None)  # as the runner plans t1

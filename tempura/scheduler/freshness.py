@@ -261,12 +261,13 @@ def save_choice(root: Location, storage: Storage, choice: FreshnessChoice) -> No
 
 
 def settled(spec: Spec, root: Location, storage: Storage, committed: bool,
-            choose_now: Callable[[], FreshnessChoice] | None) -> tuple[Spec, FreshnessChoice | None]:
+            choose_now: Callable[[], FreshnessChoice] | None, keep: bool = True) -> tuple[Spec, FreshnessChoice | None]:
     """``spec`` with the time points its job chose (kept in ``freshness.json``): a spec without
     ``target_lag`` as it is; with no kept choice, or one made for another target while nothing
     is ``committed``, chosen now (``choose_now``) and kept, or, without ``choose_now``, the
-    fewest points that meet the target. A kept choice for another target once time points are
-    committed is an error: the points cannot move under them."""
+    fewest points that meet the target (``keep=False``: chosen, not kept; what ``plan`` shows).
+    A kept choice for another target once time points are committed is an error: the points
+    cannot move under them."""
     schedule = spec.model.schedule
     if schedule.target_lag is None:
         return spec, None
@@ -280,5 +281,6 @@ def settled(spec: Spec, root: Location, storage: Storage, committed: bool,
     if choose_now is None:
         return spec, None
     choice = choose_now()
-    save_choice(root, storage, choice)
+    if keep:
+        save_choice(root, storage, choice)
     return with_choice(spec, choice), choice
