@@ -106,9 +106,11 @@ def test_the_status_and_history_commands(spark: Any, job: Path) -> None:
     shown = CliRunner().invoke(main, ["status", str(job / "spec.yaml"), "--workdir", str(job / "work")],
                                env={"COLUMNS": "300"})
     assert shown.exit_code == 0, shown.output
-    # by the wall clock, a run considers the cycle under way (a day's four points) and the one
-    # before it: the next point due is yesterday's t1, hours behind
-    yesterday = dt.datetime.combine(dt.date.today() - dt.timedelta(days=1), dt.time(6))
+    # by the wall clock, a run considers the cycle under way (a day's four points, the latest whose
+    # t1 has come) and the one before it: the next point due is that one's t1, hours behind
+    now = dt.datetime.now()
+    under_way = now.date() if now.time() >= dt.time(6) else now.date() - dt.timedelta(days=1)
+    yesterday = dt.datetime.combine(under_way - dt.timedelta(days=1), dt.time(6))
     row = next(line for line in shown.output.splitlines() if "sales" in line and "t1" in line)
     assert "t1 (2026-11-20 06:00)" in row and "auto" in row and f"t1 ({yesterday:%Y-%m-%d %H:%M}) due" in row, row
     assert (" h │" in row or " d │" in row) and "free" in row  # the lag: hours or days, by the time of day
