@@ -120,7 +120,9 @@ def test_each_landing_reads_only_the_new_files(clock_run: tuple[Path, list[Any]]
     _, results = clock_run
     for _, result in results:
         landed = sum(entry["rows"] for entry in result.manifest["landed"].values())
-        assert result.manifest["run"]["work"]["landing"]["rows_in"] == landed, result.index
+        # t1's pass is the first collection of statistics; later, the new files' footers show
+        # their rows inside their interval, and no Spark job reads them to land them
+        assert result.manifest["run"]["work"]["landing"]["rows_in"] == (landed if result.index == 1 else 0), result.index
         assert result.manifest["open_files"] == {"sales": []}
 
 
@@ -178,7 +180,7 @@ def test_history_shows_each_runs_overhead_beside_its_plans_work(clock_run: tuple
     data = CliRunner().invoke(main, ["history", str(folder / "spec.yaml"), "--workdir", str(folder / "work"),
                                      "--format", "json"])
     runs = json.loads(data.output)["runs"]
-    assert [r["work"]["landing"]["rows_in"] for r in runs] == [SALES // 4] * 4
+    assert [r["work"]["landing"]["rows_in"] for r in runs] == [SALES // 4, 0, 0, 0]
     assert runs[-1]["forecast_rows"] == {"sales": SALES // 4} and runs[-1]["landed_rows"] == {"sales": SALES // 4}
 
 

@@ -97,11 +97,65 @@ def test_whole_new_files_are_linked_and_every_delivery_is_the_reference(method: 
         check(spark, everything, result)
         landed = result.manifest["landed"]["sales"]
         assert landed["linked"] is True and landed["rows"] == PER_INTERVAL, landed
-        assert result.manifest["run"]["work"]["landing"]["rows_in"] == PER_INTERVAL
+        work = result.manifest["run"]["work"]
+        # after t1 (the first statistics: one pass), the footers show the rows inside, and the
+        # new rows' sketch is observed on the plan's read of them: no job of its own reads them
+        assert work["landing"]["rows_in"] == (PER_INTERVAL if index == 1 else 0)
+        assert work.get("statistics", {}).get("rows_in", 0) == 0
+        stats = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", method).stats_store.load("sales")
+        assert stats is not None and stats.rows == index * PER_INTERVAL
         folder_files = [p for p in Path(landed["path"].removeprefix("file://")).iterdir() if p.suffix == ".parquet"]
         assert len(folder_files) == 1 and os.path.samefile(folder_files[0], source)
         if index == 2:
             (data / "i1.parquet").unlink()  # upstream retention: the landed interval keeps its link
+
+
+def test_a_point_whose_plan_reads_nothing_sketches_the_new_files_on_a_pass_of_their_own(spark: Any,
+                                                                                      tmp_path: Path) -> None:
+    """Delivered at the last point only, ``batch`` reads nothing at t2 and t3: their new files
+    are linked, and sketched for the statistics by a pass of their own (purpose statistics); at
+    t4 the plan's read observes them. The statistics count every row either way."""
+    folder, data = job(tmp_path)
+    (folder / "spec.yaml").write_text(SPEC.replace("deliver: every", "deliver: last"))
+    everything = tmp_path / "everything"
+    for index in range(1, 5):
+        frame = rows(spark, (index - 1) * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+        frame.write.mode("append").parquet(str(everything))
+        put(frame, data, f"i{index}")
+        result = run_point(spark, folder, index, "batch")
+        work = result.manifest["run"]["work"]
+        assert result.manifest["landed"]["sales"]["linked"] is True
+        assert work["landing"]["rows_in"] == (PER_INTERVAL if index == 1 else 0)
+        assert work.get("statistics", {}).get("rows_in", 0) == (PER_INTERVAL if index in (2, 3) else 0), work
+        stats = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", "batch").stats_store.load("sales")
+        assert stats is not None and stats.rows == index * PER_INTERVAL
+    check(spark, everything, result)
+
+
+@pytest.mark.parametrize("zone", ["UTC", None])
+def test_footers_of_files_another_writer_wrote(zone: str | None, spark: Any, tmp_path: Path) -> None:
+    """Files pyarrow wrote, their arrivals as instants (``zone`` UTC): read on the driver, the
+    footers and arrival column show each interval's rows inside, and no Spark job lands them.
+    As local times (no zone), Spark reads the column as a timestamp without a time zone: the
+    landing's own pass tells the rows' intervals. Either way every delivery is the reference."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder, data = job(tmp_path)
+    data.mkdir(parents=True)
+    everything = tmp_path / "everything"
+    for index in range(1, 5):
+        frame = rows(spark, (index - 1) * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+        frame.write.mode("append").parquet(str(everything))
+        table = pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
+        arrived = table.column("arrived_at").cast(pa.timestamp("us", tz=zone))
+        table = table.set_column(table.schema.get_field_index("arrived_at"), "arrived_at", arrived)
+        pq.write_table(table, data / f"i{index}.parquet")
+        result = run_point(spark, folder, index, "ivm")
+        check(spark, everything, result)
+        work = result.manifest["run"]["work"]
+        assert result.manifest["landed"]["sales"]["linked"] is True
+        assert work["landing"]["rows_in"] == (PER_INTERVAL if index == 1 or zone is None else 0), work
 
 
 def test_a_file_with_a_late_row_is_written_and_the_late_row_set_aside(spark: Any, tmp_path: Path) -> None:

@@ -187,7 +187,8 @@ class DurableExecutor:
                  planning: SparkPlanning | None = None, allow_empty: bool = False,
                  fence: Callable[[], None] | None = None, history: Mapping[str, list[str]] | None = None,
                  layouts: Mapping[str, Mapping[int, Layout]] | None = None,
-                 slices: Callable[[str, int, int], Sequence[TimeValue]] | None = None, meter: Meter | None = None) -> None:
+                 slices: Callable[[str, int, int], Sequence[TimeValue]] | None = None, meter: Meter | None = None,
+                 observe: Mapping[str, tuple[int, Callable[[DataFrame], DataFrame]]] | None = None) -> None:
         self.spark = spark
         self.store = store
         self.cycle = cycle
@@ -205,6 +206,9 @@ class DurableExecutor:
         self.history = dict(history) if history is not None else None
         self.layouts = {name: dict(by_index) for name, by_index in (layouts or {}).items()}  # source -> interval -> layout
         self.slices = slices or (lambda _name, _index, _count: [])  # a source's interval's slice bounds, per slice count
+        # per source, an interval whose rows a fragment's whole read of it observes (for the
+        # source's statistics: the new rows read once, by the plan), and how
+        self.observe = dict(observe or {})
 
     def landed(self, name: str, first: int, last: int, prune: Pruning | None = None) -> SourceData:
         """Source ``name`` as landed in intervals ``first..last``: the folders of those only, so
@@ -212,7 +216,10 @@ class DurableExecutor:
         ``prune``, only the rows of the buckets it keeps (a pruned read)."""
         if prune is None:
             folders, history = self.store.interval_folders(self.cycle, name, first, last, self.history)
-            return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history)
+            observed = self.observe.get(name)
+            observe = {observed[0]: observed[1]} if observed is not None and first <= observed[0] <= last else None
+            return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history,
+                                observe=observe)
         folders, history = pruned_folders(self.store, self.cycle, name, first, last, self.history,
                                           self.layouts.get(name, {}), prune)
         return landing_data(self.spark, self.feeds[name], folders, self.schemas[name], self.k, history, prune.where)

@@ -262,6 +262,89 @@ def local_parquet_columns(feed: Feed, path: str) -> StructType | None:
     return StructType(fields)
 
 
+@dataclass(frozen=True)
+class FileArrivals:
+    """What one file's arrival column holds: its rows, how many have no arrival, and the
+    earliest and latest arrival (microseconds since the epoch, UTC; ``None`` without one)."""
+
+    rows: int
+    nulls: int
+    earliest: int | None
+    latest: int | None
+
+
+def local_arrivals(feed: Feed, path: str, column: str | None, kind: DataType | None, zone: str) -> FileArrivals | None:
+    """How many rows the local parquet file ``path`` holds, and, with ``column`` (the source's
+    arrival column, of Spark type ``kind``), the range of its arrivals (a date as the instant its
+    day begins in the session's time ``zone``, as Spark compares a date with a timestamp): read
+    on the driver with pyarrow (the footer, and that one column), no Spark job. ``None`` where this cannot be
+    told as Spark would read it (a file elsewhere, another format, an arrival of another type,
+    or a timestamp Spark reads without a time zone), and Spark reads the file instead."""
+    if feed.format != "parquet" or feed.options or not path.startswith("file:"):
+        return None
+    from urllib.parse import urlparse
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from pyspark.sql.types import DateType, TimestampType
+
+    try:
+        opened = pq.ParquetFile(urlparse(path).path, coerce_int96_timestamp_unit="us")
+        if column is None:
+            return FileArrivals(opened.metadata.num_rows, 0, None, None)
+        names = [f.name for f in opened.schema_arrow if f.name.lower() == column.lower()]
+        if len(names) != 1:
+            return None
+        values = opened.read(columns=names, use_threads=False).column(0)
+    except Exception:  # a damaged file: Spark's read says what is wrong with it
+        return None
+    rows, nulls = len(values), values.null_count
+    if isinstance(kind, TimestampType) and pa.types.is_timestamp(values.type) and values.type.unit != "ns":
+        physical = opened.metadata.schema.column(opened.schema_arrow.get_field_index(names[0])).physical_type
+        if values.type.tz is None and physical != "INT96":
+            return None  # a local timestamp (not adjusted to UTC): Spark's reading of it is its own
+        micros = pc.cast(values, pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    elif isinstance(kind, DateType) and pa.types.is_date32(values.type):
+        micros = values.cast(pa.int32())  # days: turned into instants below, in the session's zone
+    else:
+        return None
+    if rows == nulls:
+        return FileArrivals(rows, nulls, None, None)
+    found = pc.min_max(micros).as_py()
+    low, high = int(found["min"]), int(found["max"])
+    if isinstance(kind, DateType):
+        epoch = dt.date(1970, 1, 1)
+        low_at, high_at = (instant(epoch + dt.timedelta(days=d), zone) for d in (low, high))
+        if low_at is None or high_at is None:
+            return None
+        low, high = low_at, high_at
+    return FileArrivals(rows, nulls, low, high)
+
+
+def instant(value: Any, zone: str) -> int | None:
+    """``value`` (a time point's value) as microseconds since the epoch, UTC, read as Spark reads
+    the literal in the session's time ``zone`` (a date: the start of its day); ``None`` for a
+    number, a zone Python does not know, or a wall time the zone skips or repeats."""
+    from zoneinfo import ZoneInfo
+
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime.combine(value, dt.time())
+    if not isinstance(value, dt.datetime):
+        return None
+    if value.tzinfo is None:
+        try:
+            where = ZoneInfo(zone)
+        except Exception:  # an offset such as +02:00, or a name this Python lacks
+            return None
+        early, late = value.replace(tzinfo=where, fold=0), value.replace(tzinfo=where, fold=1)
+        if early.utcoffset() != late.utcoffset():
+            return None
+        value = early
+    delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
 def _unreadable(error: Exception) -> str:
     text = spark_error_message(error)
     if "UNABLE_TO_INFER_SCHEMA" in text:  # every file skipped as corrupt: no footer Spark could read
@@ -482,7 +565,8 @@ def null_arrival_rows(feed: Feed, source: DataFrame, new_files: set[str]) -> Dat
     return source.where(_col(FILE).isin(sorted(new_files)) & _col(feed.arrival_column).isNull()).drop(FILE)
 
 
-def read_landed(spark: SparkSession, schema: StructType, folders: Sequence[str]) -> DataFrame:
+def read_landed(spark: SparkSession, schema: StructType, folders: Sequence[str],
+                observe: Mapping[int, Callable[[DataFrame], DataFrame]] | None = None) -> DataFrame:
     """The rows of landed ``folders`` (or of some of their files) with the landing's columns.
     Their files are found recursively, without partition discovery: a folder laid out in
     buckets (:mod:`tempura.runtime.layout`) adds no column, and reads beside one that is not.
@@ -507,6 +591,9 @@ def read_landed(spark: SparkSession, schema: StructType, folders: Sequence[str])
         return with_interval(reader.parquet(*folders))
     parts = [reader.parquet(*paths).withColumn(TP, F.coalesce(F.col(TP), F.lit(index).cast("int")))
              for index, paths in sorted(by_interval.items())]
+    if observe:
+        parts = [observe[index](part) if index in observe else part
+                 for index, part in zip(sorted(by_interval), parts)]
     return functools.reduce(lambda a, b: a.unionByName(b), parts)
 
 
@@ -524,12 +611,14 @@ def with_interval(frame: DataFrame) -> DataFrame:
     return frame.withColumn(TP, F.coalesce(F.col(TP), folder))
 
 
-def landed_rows(spark: SparkSession, schema: StructType, folders: Sequence[str], history: Sequence[str] = ()) -> DataFrame:
+def landed_rows(spark: SparkSession, schema: StructType, folders: Sequence[str], history: Sequence[str] = (),
+                observe: Mapping[int, Callable[[DataFrame], DataFrame]] | None = None) -> DataFrame:
     """The rows of the landed ``folders``, and of the ``history`` folders a carried cycle took
-    over (each landed as an interval of an earlier cycle), read as its interval 1."""
+    over (each landed as an interval of an earlier cycle), read as its interval 1; ``observe``
+    as :func:`read_landed`'s."""
     from pyspark.sql import functions as F
 
-    parts = [read_landed(spark, schema, folders)] if folders else []
+    parts = [read_landed(spark, schema, folders, observe)] if folders else []
     if history:
         parts.append(read_landed(spark, schema, history).withColumn(TP, F.lit(1).cast("int")))
     if not parts:
@@ -538,11 +627,13 @@ def landed_rows(spark: SparkSession, schema: StructType, folders: Sequence[str],
 
 
 def landing_data(spark: SparkSession, feed: Feed, folders: Sequence[str], schema: StructType, k: int,
-                 history: Sequence[str] = (), where: Column | None = None) -> SourceData:
+                 history: Sequence[str] = (), where: Column | None = None,
+                 observe: Mapping[int, Callable[[DataFrame], DataFrame]] | None = None) -> SourceData:
     """The landed intervals ``folders`` of ``feed`` (and a carried cycle's ``history``, as
     interval 1) as a :class:`SourceData` whose time points are the interval indices ``1..k``
-    (``__tp``); only its rows that satisfy ``where``, if given."""
-    frame = landed_rows(spark, schema, folders, history)
+    (``__tp``); only its rows that satisfy ``where``, if given; ``observe`` as
+    :func:`read_landed`'s."""
+    frame = landed_rows(spark, schema, folders, history, observe)
     if where is not None:
         frame = frame.where(where)
     return SourceData(feed.name, frame, TP, OP if feed.deletes else None, ("D",), tuple(range(1, k + 1)),

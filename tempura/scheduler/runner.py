@@ -46,8 +46,8 @@ from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, 
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
 from tempura.runtime.ingest import (FILE, OP, TP, TYPED_FORMATS, Feed, Landed, check_schema, file_schemas, interval_rows,
-                                    landed_rows, landed_schema, malformed_rows, null_arrival_rows, read_landed,
-                                    read_source)
+                                    instant, landed_rows, landed_schema, local_arrivals, malformed_rows,
+                                    null_arrival_rows, read_landed, read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.sources import _time_literal
 from tempura.runtime.keys import violations
@@ -83,6 +83,18 @@ if TYPE_CHECKING:
 
 NEW_FILE = "__new_file"  # landing: whether a row's file is first found now (computed once a row)
 SKETCHED = "__sketched"  # landing: whether a row is one the source's statistics take in
+SKETCH_REPORTED = 5.0  # seconds: at most this long after its job, Spark's listener reports an observation
+
+
+@dataclass
+class DeferredSketch:
+    """The sketch of a linked interval's new files, observed on the plan's first read of it."""
+
+    index: int  # the interval
+    paths: list[str]  # its files
+    columns: StructType  # read with these
+    rows: int  # the rows their footers hold
+    observed: ObservedSketch
 
 
 class RunError(TempuraError):
@@ -185,6 +197,7 @@ class Runner:
         self._reading: dict[str, StructType] = {}  # under schema: add_columns, the columns a source's files are read with
         self._forecasts: dict[tuple[str, int], dict[str, float]] = {}  # per time point, the rows forecast per source
         self._observed: dict[str, ObservedSketch] = {}  # per source, the sketch its landing observes
+        self._deferred: dict[str, DeferredSketch] = {}  # per source, the sketch a fragment's read observes
         self._planning_seconds = 0.0  # the wall time the time point under way spent planning
         self._planning_cycle: Cycle | None = None  # the cycle of the time point under way
         self._first_counts: dict[str, dict[str, Any]] = {}  # per source, a first landing's rows per interval
@@ -458,8 +471,10 @@ class Runner:
         executor = DurableExecutor(self.spark, self.store, label, self.feeds, self._schemas, cycle.points.k, self.output,
                                    allow_empty=self.spec.allow_empty, fence=self.lock.check,
                                    history=carried_history(previous), layouts=landed_layouts(previous, landed),
-                                   slices=self._slice_bounds(cycle), meter=self.meter)
+                                   slices=self._slice_bounds(cycle), meter=self.meter,
+                                   observe={name: (d.index, d.observed.attach) for name, d in self._deferred.items()})
         run = executor.run(plan, index, saved, lambda f: tick(self._fragment_words(f, plan.at(index))))
+        self._update_statistics({name: landed[name] for name in self._settle_sketches()})
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
             i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
@@ -1154,6 +1169,7 @@ class Runner:
         checking the change feeds cost."""
         out = {}
         changes = WorkMetrics()
+        self._deferred.clear()
         for name, feed in self.feeds.items():
             with self.meter.measure(f"land {name}", purpose="landing"):
                 out[name], checked = self._land_source(cycle, index, previous, name, feed, (layouts or {}).get(name))
@@ -1317,10 +1333,15 @@ class Runner:
 
     def _link_interval(self, cycle: Cycle, index: int, name: str, feed: Feed, schema: StructType, raw: DataFrame,
                        new: Sequence[tuple[str, int, int]], stored: TableStats | None) -> Landed | None:
-        """Land interval ``index`` of source ``name`` by linking its new files, when one pass over
-        them (counting their rows, sketching them for the statistics) finds that every row
-        arrives in the interval; ``None`` when one does not (a late row, a row of a later interval,
-        or one without an arrival), and the interval is written instead."""
+        """Land interval ``index`` of source ``name`` by linking its new files, when every row of
+        them arrives in the interval; ``None`` when one does not (a late row, a row of a later
+        interval, or one without an arrival), and the interval is written instead.
+
+        Where the files' footers and arrival column, read on the driver, show it (local parquet
+        files; not a first collection), no Spark job reads them to land them: their sketch for
+        the statistics is observed on the plan's first read of the interval
+        (:meth:`_defer_sketch`). Otherwise one pass over them counts their rows, the rows
+        outside the interval, and sketches them."""
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType as Struct
@@ -1328,24 +1349,33 @@ class Runner:
         label, values = cycle.label, cycle.points.values
         paths = sorted(f[0] for f in new)
         columns = Struct([f for f in raw.schema.fields if f.name != FILE])
-        frame = read_source(self.spark, feed, paths=paths, columns=columns)
-        counted = Observation(f"tempura_linking_{name}")
-        counts = [F.count(F.lit(1)).alias("rows")]
-        if feed.arrival_column is not None:
-            arrival = F.col(quote_identifier(feed.arrival_column))
-            start = values[index - 2] if index > 1 else self.spec.origin(name, cycle)
-            outside = arrival > _time_literal(values[index - 1])
-            if start is not None:
-                outside = outside | (arrival <= _time_literal(start))
-            counts.append(F.count(F.when(outside | arrival.isNull(), F.lit(1))).alias("outside"))
-            first = [] if stored is not None else self._interval_conditions(name, cycle)
-            counts += [F.count(F.when(inside, F.lit(1))).alias(f"in{j}") for j, inside in enumerate(first)]
-        frame = self._observe_sketch(name, schema, frame.observe(counted, *counts), new, False, stored, only_new=True)
-        with self.meter.measure(f"read new files of {name}") as pass_:
-            frame.select(F.lit(1).alias("one")).write.format("noop").mode("overwrite").save()
-        found = counted.get
-        if int(found.get("outside") or 0):
-            return None  # written instead, on a pass that sketches the rows again
+        start = values[index - 2] if index > 1 else self.spec.origin(name, cycle)
+        # Not a first collection (that counts each interval's rows on its pass): the files'
+        # footers and arrival column, read on the driver, may show every row inside.
+        inside = self._rows_inside(feed, paths, columns, start, values[index - 1]) if stored is not None else None
+        found: dict[str, Any] = {}
+        cpu_seconds, bytes_read = 0.0, 0
+        if inside is not None:
+            self._defer_sketch(name, index, schema, new, stored, paths, columns, inside)
+        else:
+            frame = read_source(self.spark, feed, paths=paths, columns=columns)
+            counted = Observation(f"tempura_linking_{name}")
+            counts = [F.count(F.lit(1)).alias("rows")]
+            if feed.arrival_column is not None:
+                arrival = F.col(quote_identifier(feed.arrival_column))
+                outside = arrival > _time_literal(values[index - 1])
+                if start is not None:
+                    outside = outside | (arrival <= _time_literal(start))
+                counts.append(F.count(F.when(outside | arrival.isNull(), F.lit(1))).alias("outside"))
+                first = [] if stored is not None else self._interval_conditions(name, cycle)
+                counts += [F.count(F.when(within, F.lit(1))).alias(f"in{j}") for j, within in enumerate(first)]
+            frame = self._observe_sketch(name, schema, frame.observe(counted, *counts), new, False, stored, only_new=True)
+            with self.meter.measure(f"read new files of {name}") as pass_:
+                frame.select(F.lit(1).alias("one")).write.format("noop").mode("overwrite").save()
+            found = counted.get
+            if int(found.get("outside") or 0):
+                return None  # written instead, on a pass that sketches the rows again
+            inside, cpu_seconds, bytes_read = int(found.get("rows") or 0), pass_.cpu_seconds, pass_.bytes_in
         pending = self.store.pending(label) / "landing" / name
         self.files.delete(pending)
         self.files.link(paths, pending)
@@ -1354,8 +1384,8 @@ class Runner:
         final = self.store.landing_interval(label, name, index)
         self.files.rename(pending, final)
         reached("landed", index)
-        land = Landed(name, index, int(found.get("rows") or 0), 0, new_files=list(new), path=uri(final),
-                      cpu_seconds=pass_.cpu_seconds, bytes_read=pass_.bytes_in, linked=True)
+        land = Landed(name, index, inside, 0, new_files=list(new), path=uri(final), cpu_seconds=cpu_seconds,
+                      bytes_read=bytes_read, linked=True)
         if "in0" in found:
             held = [int(found.get(f"in{j}") or 0) for j in range(cycle.points.k)]
             self._first_counts[name] = {"cycle": label, "rows": held, "deletions": [0] * len(held)}
@@ -1371,31 +1401,110 @@ class Runner:
             return 0.0
         return stored.rows / stored.file_bytes * float(sum(sizes.get(f, 0) for f in files))
 
-    def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new: Sequence[tuple[str, int, int]],
-                        deletes: bool, stored: TableStats | None, only_new: bool = False) -> DataFrame:
-        """``rows`` with the sketch of those from files the source's statistics (``stored``) do
-        not cover yet observed on them (when the job keeps the source's statistics from its
-        landings); ``new``: the files first found now, with their sizes; ``only_new``: every row
-        comes from one of them."""
+    def _rows_inside(self, feed: Feed, paths: Sequence[str], columns: StructType, start: TimeValue | None,
+                     end: TimeValue) -> int | None:
+        """The rows of the local parquet files ``paths`` of ``feed`` (read with ``columns``) when
+        their footers and arrival column show that every one arrives in ``(start, end]``;
+        ``None`` when one may not, or where that cannot be told without Spark."""
+        zone = self.spark.conf.get("spark.sql.session.timeZone") or "UTC"
+        kind = None
+        low, high = (instant(start, zone) if start is not None else None), instant(end, zone)
+        if feed.arrival_column is not None:
+            named = [f for f in columns.fields if f.name.lower() == feed.arrival_column.lower()]
+            if len(named) != 1 or high is None or (start is not None and low is None):
+                return None
+            kind = named[0].dataType
+        rows = 0
+        for path in paths:
+            found = local_arrivals(feed, path, feed.arrival_column, kind, zone)
+            if found is None or found.nulls:
+                return None
+            if feed.arrival_column is not None and found.rows:
+                assert found.earliest is not None and found.latest is not None and high is not None
+                if found.latest > high or (low is not None and found.earliest <= low):
+                    return None
+            rows += found.rows
+        return rows
+
+    def _defer_sketch(self, name: str, index: int, schema: StructType, new: Sequence[tuple[str, int, int]],
+                      stored: TableStats | None, paths: Sequence[str], columns: StructType, rows: int) -> None:
+        """Sketch the new files (``paths``, of ``rows`` rows) of source ``name``'s linked
+        interval ``index`` on the plan's first read of it (:meth:`_settle_sketches` makes sure
+        one did); on a pass of their own now where the sketch must tell their rows apart by file."""
         from pyspark.sql import functions as F
 
-        self._observed.pop(name, None)
+        made = self._sketch_of(name, schema, new, False, stored, only_new=True)
+        if made is None:
+            return
+        observed, everyone = made
+        if everyone:
+            self._deferred[name] = DeferredSketch(index, list(paths), columns, rows, observed)
+            return
+        frame = read_source(self.spark, self.feeds[name], paths=paths, columns=columns)
+        frame = observed.attach(frame.withColumn(SKETCHED, F.col(FILE).isin(sorted(observed.files))))
+        with self.meter.measure(f"sketch new files of {name}", purpose="statistics"):
+            frame.select(F.lit(1).alias("one")).write.format("noop").mode("overwrite").save()
+        self._observed[name] = observed
+
+    def _settle_sketches(self) -> list[str]:
+        """After the plan's fragments: each deferred sketch as observed on a fragment's read,
+        or, where none read the interval whole (or the observation saw other rows than landed),
+        on a pass of its own now; returns the sources whose sketch is ready."""
+        from pyspark.sql import functions as F
+
+        ready = []
+        for name, deferred in self._deferred.items():
+            observed = deferred.observed
+            if not observed.done(wait=SKETCH_REPORTED if observed.attached else 0.0) \
+                    or observed.result().inserted != deferred.rows:
+                observed = observed.again()
+                frame = observed.attach(read_source(self.spark, self.feeds[name], paths=deferred.paths,
+                                                    columns=deferred.columns))
+                with self.meter.measure(f"sketch new files of {name}", purpose="statistics"):
+                    frame.select(F.lit(1).alias("one")).write.format("noop").mode("overwrite").save()
+            self._observed[name] = observed
+            ready.append(name)
+        self._deferred.clear()
+        return ready
+
+    def _sketch_of(self, name: str, schema: StructType, new: Sequence[tuple[str, int, int]], deletes: bool,
+                   stored: TableStats | None, only_new: bool = False,
+                   has_file: bool = True) -> tuple[ObservedSketch, bool] | None:
+        """The sketch of the rows from files the source's statistics (``stored``) do not cover
+        yet (when the job keeps the source's statistics from its landings), and whether it
+        takes every row it sees (else it keeps those whose ``__sketched`` is true); ``None``
+        when there is none to make. ``new``: the files first found now, with their sizes;
+        ``only_new``: every row comes from one of them; ``has_file``: the rows say their file."""
+        from pyspark.sql import functions as F
+
         new_paths = {f[0] for f in new}
-        if FILE not in rows.columns or (stored is None and (self.simulate or not self._sketched_at_landing(self.feeds[name])))\
+        if not has_file or (stored is None and (self.simulate or not self._sketched_at_landing(self.feeds[name])))\
                 or (stored is not None and stored.sketch is None):
-            return rows
+            return None
         covered = TableSketch.from_json(stored.sketch).files if stored is not None and stored.sketch is not None else set()
         fresh = sorted(new_paths - set(covered))
         if not fresh:
-            return rows
+            return None
         everyone = only_new and set(fresh) == new_paths and not deletes  # no row to tell apart
         observed = ObservedSketch(self._sketched_columns(name, schema), fresh, keep=None if everyone else F.col(SKETCHED),
                                   deleted=F.col(OP) == "D" if deletes else None,
                                   distributions=self._distribution_columns(name),
                                   sample=Sample.for_rows(self._expected_rows(fresh, {f[0]: f[1] for f in new}, stored),
-                                                         stored))
+                                                         stored), name=f"tempura_sketch_{name}")
+        return observed, everyone
+
+    def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new: Sequence[tuple[str, int, int]],
+                        deletes: bool, stored: TableStats | None, only_new: bool = False) -> DataFrame:
+        """``rows`` with the sketch of :meth:`_sketch_of` observed on them."""
+        from pyspark.sql import functions as F
+
+        self._observed.pop(name, None)
+        made = self._sketch_of(name, schema, new, deletes, stored, only_new, has_file=FILE in rows.columns)
+        if made is None:
+            return rows
+        observed, everyone = made
         self._observed[name] = observed
-        return observed.attach(rows if everyone else rows.withColumn(SKETCHED, F.col(FILE).isin(fresh)))
+        return observed.attach(rows if everyone else rows.withColumn(SKETCHED, F.col(FILE).isin(sorted(observed.files))))
 
 
 def _work_json(metrics: WorkMetrics) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import math
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
@@ -372,25 +373,53 @@ def collect_sketch(frame: DataFrame, columns: Mapping[str, str], files: Iterable
 
 
 class ObservedSketch:
-    """A sketch computed while Spark writes a frame: :meth:`attach` adds the aggregate to the
-    frame as an observation; after the write, :meth:`result` reads it."""
+    """A sketch computed while Spark reads a frame for another purpose (writing a landed
+    interval, or a fragment reading it): :meth:`attach` adds the aggregate to the frame as an
+    observation; once a job has run it, :meth:`result` reads it. ``name`` tells it from the
+    other sketches one plan may observe (one per source)."""
 
     def __init__(self, columns: Mapping[str, str], files: Iterable[str], keep: Column | None = None,
                  deleted: Column | None = None, distributions: Collection[str] | None = None,
-                 sample: Sample | None = None) -> None:
+                 sample: Sample | None = None, name: str = "tempura_sketch") -> None:
         from pyspark.sql import Observation
 
         self.columns = dict(columns)
         self.files = frozenset(files)
         self.keep, self.deleted = keep, deleted
         self.distributions, self.sample = distributions, sample
-        self.observation = Observation("tempura_sketch")
+        self.name = name
+        self.observation = Observation(name)
+        self.attached = False
 
     def attach(self, frame: DataFrame) -> DataFrame:
+        """``frame``, observed; an observation is made on one frame only, so a second
+        ``frame`` is returned as it is."""
+        if self.attached:
+            return frame
+        self.attached = True
         drawn = self.sample.draw(frame) if self.sample is not None else frame
         observed = drawn.observe(
             self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions, self.sample))
         return observed.drop(DRAWN) if DRAWN in observed.columns else observed
+
+    def done(self, wait: float = 0.0) -> bool:
+        """Whether a job has run the observation (waiting up to ``wait`` seconds: Spark reports
+        it from its listener thread, just after the job). One attached to a frame no job ran
+        never is: :meth:`result` would wait for it for ever."""
+        if not self.attached or self.observation._jo is None:
+            return False
+        future = self.observation._jo.future()
+        deadline = time.monotonic() + wait
+        while not future.isCompleted():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def again(self) -> ObservedSketch:
+        """The same sketch, not yet attached: to observe on a pass of its own."""
+        return ObservedSketch(self.columns, self.files, self.keep, self.deleted, self.distributions, self.sample,
+                              self.name)
 
     def result(self) -> TableSketch:
         return read_sketch(self.observation.get, self.columns, self.files)
