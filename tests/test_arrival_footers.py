@@ -82,3 +82,35 @@ def test_what_cannot_be_told_as_spark_reads_it(tmp_path: Path) -> None:
     damaged = tmp_path / "x.parquet"
     damaged.write_bytes((tmp_path / "g.parquet").read_bytes()[:-20])
     assert local_arrivals(feed, damaged.as_uri(), "arrived", TimestampType(), "UTC") is None
+
+
+def test_footer_counts_sum_the_row_groups_and_leave_out_what_a_footer_cannot_say(tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    from tempura.stats.footers import footer_counts
+
+    first = pa.table({"Id": pa.array([3, None, 7, 1], pa.int64()),
+                      "amount": pa.array([Decimal("1.50"), Decimal("-2.25"), None, None], pa.decimal128(9, 2)),
+                      "day": pa.array([dt.date(2026, 1, 2), None, dt.date(2025, 12, 30), dt.date(2026, 1, 1)]),
+                      "ratio": pa.array([0.5, 1.5, None, 2.0]),
+                      "name": pa.array(["a", None, "bb", None])})
+    pq.write_table(first, tmp_path / "a.parquet", row_group_size=2)  # two row groups
+    second = pa.table({"id": pa.array([None, None], pa.int64()), "day": pa.array([None, None], pa.date32()),
+                       "amount": pa.array([Decimal("9.00"), None], pa.decimal128(9, 2)),
+                       "ratio": pa.array([3.0, None]), "name": pa.array(["c", "d"])})
+    pq.write_table(second, tmp_path / "b.parquet")
+    third = pa.table({"id": pa.array([10], pa.int64())})  # no column `name`, `amount`, ...
+    pq.write_table(third, tmp_path / "c.parquet")
+    columns = {"id": "bigint", "amount": "decimal(9,2)", "day": "date", "ratio": "double", "name": "string"}
+    two = footer_counts([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")], columns)
+    assert two["id"].count == 3 and two["id"].nulls == 3 and (two["id"].min, two["id"].max) == (1.0, 7.0)
+    assert (two["amount"].count, two["amount"].nulls, two["amount"].min, two["amount"].max) == (3, 3, -2.25, 9.0)
+    epoch = dt.date(1970, 1, 1)
+    assert two["day"].count == 3 and two["day"].nulls == 3
+    assert (two["day"].min, two["day"].max) == ((dt.date(2025, 12, 30) - epoch).days, (dt.date(2026, 1, 2) - epoch).days)
+    assert (two["name"].count, two["name"].nulls, two["name"].min) == (4, 2, None)
+    assert "ratio" not in two  # floating point: Spark orders NaN last, a footer leaves it out
+    three = footer_counts([str(tmp_path / p) for p in ("a.parquet", "b.parquet", "c.parquet")], columns)
+    assert set(three) == {"id"} and three["id"].count == 4 and three["id"].max == 10.0  # the others: a file lacks them
+    (tmp_path / "d.parquet").write_bytes(b"not parquet")
+    assert footer_counts([str(tmp_path / "a.parquet"), str(tmp_path / "d.parquet")], columns) == {}

@@ -104,6 +104,16 @@ def test_whole_new_files_are_linked_and_every_delivery_is_the_reference(method: 
         assert work.get("statistics", {}).get("rows_in", 0) == 0
         stats = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", method).stats_store.load("sales")
         assert stats is not None and stats.rows == index * PER_INTERVAL
+        # counts and ranges taken from footers (and the arrival column read on the driver) are
+        # those of the rows: Spark's own aggregate over everything landed so far
+        whole = spark.read.parquet(str(everything)).selectExpr(
+            "min(price) AS lo", "max(price) AS hi", "unix_micros(min(arrived_at)) / 1e6 AS early",
+            "unix_micros(max(arrived_at)) / 1e6 AS late", "count(DISTINCT category) AS categories",
+            "sum(octet_length(category)) / count(*) AS length").collect()[0]
+        price, arrived, category = stats.columns["price"], stats.columns["arrived_at"], stats.columns["category"]
+        assert (price.min, price.max, price.nulls) == (whole["lo"], whole["hi"], 0)
+        assert (arrived.min, arrived.max, arrived.nulls) == (whole["early"], whole["late"], 0)
+        assert category.ndv == whole["categories"] and category.avg_len == pytest.approx(float(whole["length"]))
         folder_files = [p for p in Path(landed["path"].removeprefix("file://")).iterdir() if p.suffix == ".parquet"]
         assert len(folder_files) == 1 and os.path.samefile(folder_files[0], source)
         if index == 2:

@@ -46,7 +46,7 @@ from tempura.runtime.durable import (DurableExecutor, OutputTarget, SavedState, 
 from tempura.runtime.files import Files, uri
 from tempura.runtime.changes import check_ops, settle_deletions
 from tempura.runtime.ingest import (FILE, OP, TP, TYPED_FORMATS, Feed, Landed, check_schema, file_schemas, interval_rows,
-                                    instant, landed_rows, landed_schema, local_arrivals, malformed_rows,
+                                    FileArrivals, instant, landed_rows, landed_schema, local_arrivals, malformed_rows,
                                     null_arrival_rows, read_landed, read_source)
 from tempura.runtime.faults import reached
 from tempura.runtime.sources import _time_literal
@@ -61,6 +61,7 @@ from tempura.scheduler.plan_cache import PlanCache
 from tempura.scheduler.events import EventLog
 from tempura.scheduler.planning import (Forecast, Prepared, expected_empty, expected_interval, for_cycle, job_folder,
                                         output_mode, plan_spec, prepare_job)
+from tempura.stats.footers import KnownCounts, footer_counts
 from tempura.stats.sketch import ObservedSketch, Sample, TableSketch, collect_sketch
 from tempura.stats.store import StatsCatalog, StatsStore, file_state
 from tempura.scheduler.calibration import damped, for_job
@@ -1352,11 +1353,12 @@ class Runner:
         start = values[index - 2] if index > 1 else self.spec.origin(name, cycle)
         # Not a first collection (that counts each interval's rows on its pass): the files'
         # footers and arrival column, read on the driver, may show every row inside.
-        inside = self._rows_inside(feed, paths, columns, start, values[index - 1]) if stored is not None else None
+        told = self._rows_inside(feed, paths, columns, start, values[index - 1]) if stored is not None else None
         found: dict[str, Any] = {}
         cpu_seconds, bytes_read = 0.0, 0
-        if inside is not None:
-            self._defer_sketch(name, index, schema, new, stored, paths, columns, inside)
+        if told is not None:
+            inside = told.rows
+            self._defer_sketch(name, index, schema, new, stored, paths, columns, told)
         else:
             frame = read_source(self.spark, feed, paths=paths, columns=columns)
             counted = Observation(f"tempura_linking_{name}")
@@ -1402,10 +1404,11 @@ class Runner:
         return stored.rows / stored.file_bytes * float(sum(sizes.get(f, 0) for f in files))
 
     def _rows_inside(self, feed: Feed, paths: Sequence[str], columns: StructType, start: TimeValue | None,
-                     end: TimeValue) -> int | None:
-        """The rows of the local parquet files ``paths`` of ``feed`` (read with ``columns``) when
-        their footers and arrival column show that every one arrives in ``(start, end]``;
-        ``None`` when one may not, or where that cannot be told without Spark."""
+                     end: TimeValue) -> FileArrivals | None:
+        """The rows of the local parquet files ``paths`` of ``feed`` (read with ``columns``), and
+        the range of their arrivals, when their footers and arrival column show that every one
+        arrives in ``(start, end]``; ``None`` when one may not, or where that cannot be told
+        without Spark."""
         zone = self.spark.conf.get("spark.sql.session.timeZone") or "UTC"
         kind = None
         low, high = (instant(start, zone) if start is not None else None), instant(end, zone)
@@ -1414,7 +1417,7 @@ class Runner:
             if len(named) != 1 or high is None or (start is not None and low is None):
                 return None
             kind = named[0].dataType
-        rows = 0
+        rows, earliest, latest = 0, None, None
         for path in paths:
             found = local_arrivals(feed, path, feed.arrival_column, kind, zone)
             if found is None or found.nulls:
@@ -1423,22 +1426,37 @@ class Runner:
                 assert found.earliest is not None and found.latest is not None and high is not None
                 if found.latest > high or (low is not None and found.earliest <= low):
                     return None
+                earliest = found.earliest if earliest is None else min(earliest, found.earliest)
+                latest = found.latest if latest is None else max(latest, found.latest)
             rows += found.rows
-        return rows
+        return FileArrivals(rows, 0, earliest, latest)
 
     def _defer_sketch(self, name: str, index: int, schema: StructType, new: Sequence[tuple[str, int, int]],
-                      stored: TableStats | None, paths: Sequence[str], columns: StructType, rows: int) -> None:
-        """Sketch the new files (``paths``, of ``rows`` rows) of source ``name``'s linked
-        interval ``index`` on the plan's first read of it (:meth:`_settle_sketches` makes sure
-        one did); on a pass of their own now where the sketch must tell their rows apart by file."""
-        from pyspark.sql import functions as F
+                      stored: TableStats | None, paths: Sequence[str], columns: StructType, told: FileArrivals) -> None:
+        """Sketch the new files (``paths``, whose rows and arrivals the driver ``told``) of source
+        ``name``'s linked interval ``index`` on the plan's first read of it (:meth:`_settle_sketches`
+        makes sure one did); on a pass of their own now where the sketch must tell their rows
+        apart by file. What the footers hold (counts, ranges: :mod:`tempura.stats.footers`)
+        and the arrival column's range are not counted row by row."""
+        from urllib.parse import urlparse
 
-        made = self._sketch_of(name, schema, new, False, stored, only_new=True)
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import TimestampType
+
+        sketched = self._sketched_columns(name, schema)
+        known = footer_counts([urlparse(p).path for p in paths], sketched)
+        arrival = self.feeds[name].arrival_column
+        kinds = {f.name.lower(): f.dataType for f in columns.fields}
+        for column in sketched:
+            if arrival is not None and column.lower() == arrival.lower() and told.earliest is not None \
+                    and told.latest is not None and isinstance(kinds.get(column.lower()), TimestampType):
+                known[column] = KnownCounts(told.rows, 0, told.earliest / 1e6, told.latest / 1e6)
+        made = self._sketch_of(name, schema, new, False, stored, only_new=True, known=known)
         if made is None:
             return
         observed, everyone = made
         if everyone:
-            self._deferred[name] = DeferredSketch(index, list(paths), columns, rows, observed)
+            self._deferred[name] = DeferredSketch(index, list(paths), columns, told.rows, observed)
             return
         frame = read_source(self.spark, self.feeds[name], paths=paths, columns=columns)
         frame = observed.attach(frame.withColumn(SKETCHED, F.col(FILE).isin(sorted(observed.files))))
@@ -1468,13 +1486,14 @@ class Runner:
         return ready
 
     def _sketch_of(self, name: str, schema: StructType, new: Sequence[tuple[str, int, int]], deletes: bool,
-                   stored: TableStats | None, only_new: bool = False,
-                   has_file: bool = True) -> tuple[ObservedSketch, bool] | None:
+                   stored: TableStats | None, only_new: bool = False, has_file: bool = True,
+                   known: Mapping[str, KnownCounts] | None = None) -> tuple[ObservedSketch, bool] | None:
         """The sketch of the rows from files the source's statistics (``stored``) do not cover
         yet (when the job keeps the source's statistics from its landings), and whether it
         takes every row it sees (else it keeps those whose ``__sketched`` is true); ``None``
         when there is none to make. ``new``: the files first found now, with their sizes;
-        ``only_new``: every row comes from one of them; ``has_file``: the rows say their file."""
+        ``only_new``: every row comes from one of them; ``has_file``: the rows say their file;
+        ``known``: the columns whose counts and range are known without the rows."""
         from pyspark.sql import functions as F
 
         new_paths = {f[0] for f in new}
@@ -1490,7 +1509,7 @@ class Runner:
                                   deleted=F.col(OP) == "D" if deletes else None,
                                   distributions=self._distribution_columns(name),
                                   sample=Sample.for_rows(self._expected_rows(fresh, {f[0]: f[1] for f in new}, stored),
-                                                         stored), name=f"tempura_sketch_{name}")
+                                                         stored), name=f"tempura_sketch_{name}", known=known)
         return observed, everyone
 
     def _observe_sketch(self, name: str, schema: StructType, rows: DataFrame, new: Sequence[tuple[str, int, int]],

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
 from tempura.sql.names import quote_identifier
 from tempura.stats.model import ORDERABLE, ColumnStats, Histogram, HistogramBin, Kind, TableStats, kind_of, step_of
+from tempura.stats.footers import KnownCounts
 from tempura.stats.values import encode
 
 if TYPE_CHECKING:
@@ -239,7 +240,8 @@ def _ordered(column: Column, kind: Kind) -> Column | None:
 
 
 def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, deleted: Column | None = None,
-                   distributions: Collection[str] | None = None, sample: Sample | None = None) -> list[Column]:
+                   distributions: Collection[str] | None = None, sample: Sample | None = None,
+                   known: Collection[str] = ()) -> list[Column]:
     """The aggregate that sketches ``columns`` (name: Spark type) over the rows ``keep`` selects
     (all when ``None``); ``deleted``: the condition of a deletion among them (a change feed's
     ``D`` rows), counted apart and left out of the sketches. Without either, no row is tested.
@@ -247,7 +249,9 @@ def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, delet
     ``None``); the others get their counts, range and lengths only
     (:func:`tempura.stats.needs.compared_columns` says which a query's estimates read).
     ``sample``: the quantiles, and the distinct values of its columns of few values, are
-    sketched over a random share of the rows only (:class:`Sample`); counts and ranges never."""
+    sketched over a random share of the rows only (:class:`Sample`); counts and ranges never.
+    ``known``: columns whose counts and range are known already (from the files' footers,
+    :mod:`tempura.stats.footers`), which the aggregate leaves out."""
     from pyspark.sql import functions as F
 
     kept = keep if keep is not None else F.lit(True)
@@ -264,15 +268,16 @@ def sketch_columns(columns: Mapping[str, str], keep: Column | None = None, delet
         column = F.col(quote_identifier(name))
         kind = kind_of(type_name)
         value = only(column)
-        out.append(F.count(value).alias(f"n{i}"))
-        out.append(F.count(F.when(inserted & column.isNull() if inserted is not None else column.isNull(),
-                                  F.lit(1))).alias(f"z{i}"))
-        out.append((F.count(F.when(kept & deleted & column.isNull(), F.lit(1))) if deleted is not None
-                    else F.lit(0)).alias(f"y{i}"))
         ordered = _ordered(column, kind)
-        if ordered is not None:
-            out.append(F.min(value).alias(f"lo{i}"))
-            out.append(F.max(value).alias(f"hi{i}"))
+        if name not in known:
+            out.append(F.count(value).alias(f"n{i}"))
+            out.append(F.count(F.when(inserted & column.isNull() if inserted is not None else column.isNull(),
+                                      F.lit(1))).alias(f"z{i}"))
+            out.append((F.count(F.when(kept & deleted & column.isNull(), F.lit(1))) if deleted is not None
+                        else F.lit(0)).alias(f"y{i}"))
+            if ordered is not None:
+                out.append(F.min(value).alias(f"lo{i}"))
+                out.append(F.max(value).alias(f"hi{i}"))
         if distributions is None or name in distributions:
             if type_name.lower() in ("int", "integer", "bigint", "long", "string"):
                 distinct = column
@@ -333,11 +338,19 @@ class Sample:
         return cls(SAMPLE_ROWS / expected, few)
 
 
-def read_sketch(values: Mapping[str, Any], columns: Mapping[str, str], files: Iterable[str] = ()) -> TableSketch:
-    """The :class:`TableSketch` of one :func:`sketch_columns` aggregate's result row."""
+def read_sketch(values: Mapping[str, Any], columns: Mapping[str, str], files: Iterable[str] = (),
+                known: Mapping[str, KnownCounts] | None = None) -> TableSketch:
+    """The :class:`TableSketch` of one :func:`sketch_columns` aggregate's result row (and the
+    counts and ranges ``known`` without it)."""
     out = {}
+    values = dict(values)
     for i, (name, type_name) in enumerate(columns.items()):
         kind = kind_of(type_name)
+        told = (known or {}).get(name)
+        if told is not None:
+            values.update({f"n{i}": told.count, f"z{i}": told.nulls, f"y{i}": 0})
+            if told.min is not None and told.max is not None:
+                values.update({f"lo{i}": told.min, f"hi{i}": told.max})
 
         def number(key: str) -> float | None:
             value = values.get(key)
@@ -380,9 +393,11 @@ class ObservedSketch:
 
     def __init__(self, columns: Mapping[str, str], files: Iterable[str], keep: Column | None = None,
                  deleted: Column | None = None, distributions: Collection[str] | None = None,
-                 sample: Sample | None = None, name: str = "tempura_sketch") -> None:
+                 sample: Sample | None = None, name: str = "tempura_sketch",
+                 known: Mapping[str, KnownCounts] | None = None) -> None:
         from pyspark.sql import Observation
 
+        self.known = dict(known or {})  # columns whose counts and range the files' footers told
         self.columns = dict(columns)
         self.files = frozenset(files)
         self.keep, self.deleted = keep, deleted
@@ -399,7 +414,8 @@ class ObservedSketch:
         self.attached = True
         drawn = self.sample.draw(frame) if self.sample is not None else frame
         observed = drawn.observe(
-            self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions, self.sample))
+            self.observation, *sketch_columns(self.columns, self.keep, self.deleted, self.distributions, self.sample,
+                                              known=set(self.known)))
         return observed.drop(DRAWN) if DRAWN in observed.columns else observed
 
     def done(self, wait: float = 0.0) -> bool:
@@ -419,8 +435,8 @@ class ObservedSketch:
     def again(self) -> ObservedSketch:
         """The same sketch, not yet attached: to observe on a pass of its own."""
         return ObservedSketch(self.columns, self.files, self.keep, self.deleted, self.distributions, self.sample,
-                              self.name)
+                              self.name, self.known)
 
     def result(self) -> TableSketch:
-        return read_sketch(self.observation.get, self.columns, self.files)
+        return read_sketch(self.observation.get, self.columns, self.files, self.known)
 
