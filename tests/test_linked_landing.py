@@ -208,9 +208,10 @@ def test_a_file_holding_rows_of_a_later_interval_is_written_and_read_again(spark
     assert linked == [False, False, True, True]
 
 
-def test_a_run_killed_while_linking_is_finished_by_the_next(spark: Any, tmp_path: Path) -> None:
-    """``kill -9`` with interval 2's links made under the pending folder, not yet in place: the
-    next run lands interval 2 again and delivers the reference at t2."""
+def killed_at_t2_and_run_again(spark: Any, tmp_path: Path, phase: str) -> Path:
+    """t1 run, then ``kill -9`` at ``phase`` of t2 (in a subprocess), then t2 run again: checks
+    that the second run delivers the reference at t2 from a linked interval; returns the job's
+    folder."""
     folder, data = job(tmp_path)
     (folder / "spec.yaml").write_text(SPEC + f"spark: {json.dumps(faults.SHORT_LIVED_SPARK)}\n")
     everything = tmp_path / "everything"
@@ -222,12 +223,31 @@ def test_a_run_killed_while_linking_is_finished_by_the_next(spark: Any, tmp_path
         if index == 1:
             first = faults.run_in_process([*args, "--now", (START + dt.timedelta(hours=6)).isoformat()])
             assert first.code == 0, first.last_lines()
-    dead = faults.run_subprocess([*args, "--now", (START + dt.timedelta(hours=12)).isoformat()], "landing@t2")
+    at_t2 = [*args, "--now", (START + dt.timedelta(hours=12)).isoformat()]
+    dead = faults.run_subprocess(at_t2, f"{phase}@t2")
     assert dead.code == -9, dead.last_lines()
-    again = faults.run_in_process([*args, "--now", (START + dt.timedelta(hours=12)).isoformat()])
+    again = faults.run_in_process(at_t2)
     assert again.code == 0 and not again.exception, again.last_lines()
     manifest = json.loads(next((folder / "work").rglob("t002.json")).read_text())
     assert manifest["landed"]["sales"]["linked"] is True
     got = [tuple(r) for r in spark.read.parquet(manifest["delivered"]).collect()]
     outcome = compare_results(reference(spark, everything, 2), got)
     assert outcome.equal, outcome.reason
+    return folder
+
+
+def test_a_run_killed_while_linking_is_finished_by_the_next(spark: Any, tmp_path: Path) -> None:
+    """``kill -9`` with interval 2's links made under the pending folder, not yet in place: the
+    next run lands interval 2 again and delivers the reference at t2."""
+    killed_at_t2_and_run_again(spark, tmp_path, "landing")
+
+
+@pytest.mark.parametrize("phase", ["delivered", "manifest"])
+def test_a_run_killed_around_the_sketchs_merge_counts_each_row_once(phase: str, spark: Any, tmp_path: Path) -> None:
+    """A linked interval's sketch, observed on the fragment's read, is merged into the
+    statistics after the fragments and before the commit. ``kill -9`` before the merge (the
+    delivery in place) or after it (the manifest not yet written): the next run lands and
+    runs t2 again, and the statistics count each of its rows once, not never nor twice."""
+    folder = killed_at_t2_and_run_again(spark, tmp_path, phase)
+    stats = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", "ivm").stats_store.load("sales")
+    assert stats is not None and stats.rows == 2 * PER_INTERVAL and not stats.stale
