@@ -69,15 +69,6 @@ class Spec:
         where = f"{self.path}{key_line}: {key}" + (f" (line {line}, column {column} of the query)"
                                                    if line is not None and column is not None else "")
         return SqlError.located(where, detail, line, column)
-        if line is not None and column is not None and self.query_origin is not None:
-            file_line = self.query_origin[0] + line - 1  # a literal block's lines are all indented alike
-            file_column = self.query_origin[1] + column - 1
-            return SqlError.located(f"{self.path}, line {file_line}, column {file_column}: query", detail,
-                                    file_line, file_column)
-        key_line = f", line {self.query_line}" if self.query_line is not None else ""
-        where = f"{self.path}{key_line}: query" + (f" (line {line}, column {column} of the query)"
-                                                    if line is not None and column is not None else "")
-        return SqlError.located(where, detail, line, column)
 
     @property
     def state_budget(self) -> float | None:
