@@ -1440,7 +1440,6 @@ class Runner:
         and the arrival column's range are not counted row by row."""
         from urllib.parse import urlparse
 
-        from pyspark.sql import functions as F
         from pyspark.sql.types import TimestampType
 
         sketched = self._sketched_columns(name, schema)
@@ -1457,9 +1456,18 @@ class Runner:
         observed, everyone = made
         if everyone:
             self._deferred[name] = DeferredSketch(index, list(paths), columns, told.rows, observed)
-            return
+        else:
+            self._sketch_pass(name, observed, paths, columns)
+
+    def _sketch_pass(self, name: str, observed: ObservedSketch, paths: Sequence[str], columns: StructType) -> None:
+        """Sketch source ``name``'s files ``paths`` (read with ``columns``) on a pass of their own,
+        its work the job's statistics'."""
+        from pyspark.sql import functions as F
+
         frame = read_source(self.spark, self.feeds[name], paths=paths, columns=columns)
-        frame = observed.attach(frame.withColumn(SKETCHED, F.col(FILE).isin(sorted(observed.files))))
+        if observed.keep is not None:  # the rows of the files the statistics do not cover yet
+            frame = frame.withColumn(SKETCHED, F.col(FILE).isin(sorted(observed.files)))
+        frame = observed.attach(frame)
         with self.meter.measure(f"sketch new files of {name}", purpose="statistics"):
             frame.select(F.lit(1).alias("one")).write.format("noop").mode("overwrite").save()
         self._observed[name] = observed
@@ -1468,19 +1476,14 @@ class Runner:
         """After the plan's fragments: each deferred sketch as observed on a fragment's read,
         or, where none read the interval whole (or the observation saw other rows than landed),
         on a pass of its own now; returns the sources whose sketch is ready."""
-        from pyspark.sql import functions as F
-
         ready = []
         for name, deferred in self._deferred.items():
             observed = deferred.observed
-            if not observed.done(wait=SKETCH_REPORTED if observed.attached else 0.0) \
-                    or observed.result().inserted != deferred.rows:
-                observed = observed.again()
-                frame = observed.attach(read_source(self.spark, self.feeds[name], paths=deferred.paths,
-                                                    columns=deferred.columns))
-                with self.meter.measure(f"sketch new files of {name}", purpose="statistics"):
-                    frame.select(F.lit(1).alias("one")).write.format("noop").mode("overwrite").save()
-            self._observed[name] = observed
+            if observed.done(wait=SKETCH_REPORTED if observed.attached else 0.0) \
+                    and observed.result().inserted == deferred.rows:
+                self._observed[name] = observed
+            else:
+                self._sketch_pass(name, observed.again(), deferred.paths, deferred.columns)
             ready.append(name)
         self._deferred.clear()
         return ready
