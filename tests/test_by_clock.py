@@ -107,7 +107,11 @@ def test_statistics_are_kept_from_the_landings_not_collected_again(clock_run: tu
     store = StatsStore(folder / "work" / "jobs" / "even")
     sales = store.load("sales")
     assert sales is not None and sales.source == "sketch" and sales.sketch is not None
-    assert sales.rows == SALES and not sales.stale  # every file covered, so fresh
+    # t4, the deadline, weighs more than the next cycle's t1: its interval's sketch is left to
+    # that run (tests/test_linked_landing.py runs it), and every other file is covered
+    pending = results[-1][1].manifest["sketches_pending"]["sales"]["files"]
+    assert len(pending) == 1 and "/i4-" in pending[0][0]
+    assert sales.rows == SALES - SALES // 4 and not sales.stale
     # the columns the query compares rows on (its grouping, its filter) are sketched; the arrival
     # column, which it does not read, has its range only
     assert sales.columns["category"].ndv == 7 and sales.columns["price"].ndv == 90

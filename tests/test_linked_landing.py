@@ -102,22 +102,49 @@ def test_whole_new_files_are_linked_and_every_delivery_is_the_reference(method: 
         # new rows' sketch is observed on the plan's read of them: no job of its own reads them
         assert work["landing"]["rows_in"] == (PER_INTERVAL if index == 1 else 0)
         assert work.get("statistics", {}).get("rows_in", 0) == 0
-        stats = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", method).stats_store.load("sales")
-        assert stats is not None and stats.rows == index * PER_INTERVAL
-        # counts and ranges taken from footers (and the arrival column read on the driver) are
-        # those of the rows: Spark's own aggregate over everything landed so far
-        whole = spark.read.parquet(str(everything)).selectExpr(
-            "min(price) AS lo", "max(price) AS hi", "unix_micros(min(arrived_at)) / 1e6 AS early",
-            "unix_micros(max(arrived_at)) / 1e6 AS late", "count(DISTINCT category) AS categories",
-            "sum(octet_length(category)) / count(*) AS length").collect()[0]
-        price, arrived, category = stats.columns["price"], stats.columns["arrived_at"], stats.columns["category"]
-        assert (price.min, price.max, price.nulls) == (whole["lo"], whole["hi"], 0)
-        assert (arrived.min, arrived.max, arrived.nulls) == (whole["early"], whole["late"], 0)
-        assert category.ndv == whole["categories"] and category.avg_len == pytest.approx(float(whole["length"]))
+        if index < 4:
+            assert_statistics(spark, folder, everything, index * PER_INTERVAL)
+        else:  # the deadline: its sketch is left to the next run, which weighs less
+            assert [f[0] for f in result.manifest["sketches_pending"]["sales"]["files"]] == [source.as_uri()]
+            assert_statistics(spark, folder, None, 3 * PER_INTERVAL)
         folder_files = [p for p in Path(landed["path"].removeprefix("file://")).iterdir() if p.suffix == ".parquet"]
         assert len(folder_files) == 1 and os.path.samefile(folder_files[0], source)
         if index == 2:
             (data / "i1.parquet").unlink()  # upstream retention: the landed interval keeps its link
+    after = run_next_cycle(spark, folder, method)  # no new file: it sketches t4's
+    assert after.manifest["run"]["work"]["statistics"]["rows_in"] == PER_INTERVAL
+    assert "sketches_pending" not in after.manifest
+    assert_statistics(spark, folder, everything, 4 * PER_INTERVAL)
+
+
+def assert_statistics(spark: Any, folder: Path, everything: Path | None, landed: int) -> None:
+    """The job's statistics of ``sales`` count ``landed`` rows; with ``everything``, its counts
+    and ranges (taken from footers and the arrival column read on the driver) and its distinct
+    values and lengths are Spark's own aggregate over those rows."""
+    stats = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", "ivm").stats_store.load("sales")
+    assert stats is not None and stats.rows == landed and not stats.stale
+    if everything is None:
+        return
+    whole = spark.read.parquet(str(everything)).selectExpr(
+        "min(price) AS lo", "max(price) AS hi", "unix_micros(min(arrived_at)) / 1e6 AS early",
+        "unix_micros(max(arrived_at)) / 1e6 AS late", "count(DISTINCT category) AS categories",
+        "sum(octet_length(category)) / count(*) AS length", "count(*) AS n").collect()[0]
+    assert whole["n"] == landed
+    price, arrived, category = stats.columns["price"], stats.columns["arrived_at"], stats.columns["category"]
+    assert (price.min, price.max, price.nulls) == (whole["lo"], whole["hi"], 0)
+    assert (arrived.min, arrived.max, arrived.nulls) == (whole["early"], whole["late"], 0)
+    assert category.ndv == whole["categories"] and category.avg_len == pytest.approx(float(whole["length"]))
+
+
+NEXT_T1 = START + dt.timedelta(hours=30)  # the next cycle's first time point
+
+
+def run_next_cycle(spark: Any, folder: Path, method: str) -> Any:
+    """The next cycle's t1, with no new file."""
+    runner = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", method)
+    done = runner.run_due(now=NEXT_T1)
+    assert [(r.cycle, r.index) for r in done] == [("20261123T000000", 1)]
+    return done[0]
 
 
 def test_a_point_whose_plan_reads_nothing_sketches_the_new_files_on_a_pass_of_their_own(spark: Any,
@@ -137,9 +164,53 @@ def test_a_point_whose_plan_reads_nothing_sketches_the_new_files_on_a_pass_of_th
         assert result.manifest["landed"]["sales"]["linked"] is True
         assert work["landing"]["rows_in"] == (PER_INTERVAL if index == 1 else 0)
         assert work.get("statistics", {}).get("rows_in", 0) == (PER_INTERVAL if index in (2, 3) else 0), work
-        stats = Runner(load_spec(folder / "spec.yaml"), spark, folder / "work", "batch").stats_store.load("sales")
-        assert stats is not None and stats.rows == index * PER_INTERVAL
+        assert_statistics(spark, folder, None, min(index, 3) * PER_INTERVAL)  # t4's is left to the next run
     check(spark, everything, result)
+    run_next_cycle(spark, folder, "batch")
+    assert_statistics(spark, folder, everything, 4 * PER_INTERVAL)
+
+
+def test_every_point_weighing_alike_sketches_the_last_interval_at_once(spark: Any, tmp_path: Path) -> None:
+    """Under ``objective: total`` the next run weighs no less than the last point: t4's sketch is
+    observed on its own read, and nothing is left pending."""
+    folder, data = job(tmp_path)
+    (folder / "spec.yaml").write_text(SPEC.replace("preset: deadline", "preset: total"))
+    everything = tmp_path / "everything"
+    for index in range(1, 5):
+        frame = rows(spark, (index - 1) * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+        frame.write.mode("append").parquet(str(everything))
+        put(frame, data, f"i{index}")
+        result = run_point(spark, folder, index, "ivm")
+        assert "sketches_pending" not in result.manifest
+    check(spark, everything, result)
+    assert_statistics(spark, folder, everything, 4 * PER_INTERVAL)
+
+
+def test_a_run_killed_after_catching_up_a_sketch_counts_each_row_once(spark: Any, tmp_path: Path) -> None:
+    """t4's sketch is left to the next cycle's t1. ``kill -9`` there once it has been merged (the
+    plan made, nothing committed): the next run finds the files covered, sketches nothing
+    again, and the statistics count every row once."""
+    folder, data = job(tmp_path)
+    (folder / "spec.yaml").write_text(SPEC.replace("deliver: every", "deliver: last")
+                                      + f"spark: {json.dumps(faults.SHORT_LIVED_SPARK)}\n")
+    everything = tmp_path / "everything"
+    for index in range(1, 5):
+        frame = rows(spark, (index - 1) * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+        frame.write.mode("append").parquet(str(everything))
+        put(frame, data, f"i{index}")
+        run_point(spark, folder, index, "ivm")
+    assert_statistics(spark, folder, None, 3 * PER_INTERVAL)
+    args = ["run", str(folder / "spec.yaml"), "--method", "ivm", "--workdir", str(folder / "work"),
+            "--now", NEXT_T1.isoformat()]
+    dead = faults.run_subprocess(args, "planned@t1")
+    assert dead.code == -9, dead.last_lines()
+    assert not list((folder / "work").rglob("20261123T000000/t001.json"))
+    assert_statistics(spark, folder, everything, 4 * PER_INTERVAL)  # merged before the kill
+    again = faults.run_in_process(args)
+    assert again.code == 0 and not again.exception, again.last_lines()
+    manifest = json.loads(next((folder / "work").rglob("20261123T000000/t001.json")).read_text())
+    assert manifest["run"]["work"].get("statistics", {}).get("rows_in", 0) == 0
+    assert_statistics(spark, folder, everything, 4 * PER_INTERVAL)
 
 
 @pytest.mark.parametrize("zone", ["UTC", None])

@@ -36,7 +36,7 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from tempura.catalog import table_files
 from tempura.errors import CatalogError, InternalError, TempuraError
@@ -199,6 +199,8 @@ class Runner:
         self._forecasts: dict[tuple[str, int], dict[str, float]] = {}  # per time point, the rows forecast per source
         self._observed: dict[str, ObservedSketch] = {}  # per source, the sketch its landing observes
         self._deferred: dict[str, DeferredSketch] = {}  # per source, the sketch a fragment's read observes
+        self._sketch_later = False  # whether the time point under way leaves its sketches to the next run
+        self._pending: dict[str, dict[str, Any]] = {}  # per source, the files whose sketch the next run takes
         self._planning_seconds = 0.0  # the wall time the time point under way spent planning
         self._planning_cycle: Cycle | None = None  # the cycle of the time point under way
         self._first_counts: dict[str, dict[str, Any]] = {}  # per source, a first landing's rows per interval
@@ -445,10 +447,13 @@ class Runner:
         with self.meter.measure(f"t{index}: new files' columns", purpose="schema"):
             self._check_drift(previous if previous is not None else self._last_commit_before(label))
         saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
+        self._catch_up_sketches(previous if previous is not None else self._last_commit_before(label))
         self._planning_cycle = cycle
         planning = time.perf_counter()
         plan = self.plan(cycle, index, saved, previous)
         self._planning_seconds = time.perf_counter() - planning
+        self._sketch_later = self._next_weighs_less(cycle, index, plan)
+        self._pending.clear()
         reached("planned", index)
         steps = len(plan.at(index)) + len(self.feeds)
         done = 0
@@ -475,7 +480,7 @@ class Runner:
                                    slices=self._slice_bounds(cycle), meter=self.meter,
                                    observe={name: (d.index, d.observed.attach) for name, d in self._deferred.items()})
         run = executor.run(plan, index, saved, lambda f: tick(self._fragment_words(f, plan.at(index))))
-        self._update_statistics({name: landed[name] for name in self._settle_sketches()})
+        self._update_statistics(self._settle_sketches())
         saved.update(run.saved)
         alive = {s.id for s in plan.states if s.last_read > index} | {
             i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
@@ -678,6 +683,7 @@ class Runner:
             "measured": measured,
             "seen_files": seen,
             "open_files": {name: land.open_files for name, land in landed.items() if land.open_files is not None},
+            **({"sketches_pending": dict(self._pending)} if self._pending else {}),
             "broken_keys": broken,
             "schemas": {name: schema.json() for name, schema in self._schemas.items()},
             "source_schemas": {name: schema.json() for name, schema in self._source_schemas.items()},
@@ -886,13 +892,13 @@ class Runner:
             if isinstance(tables, StatsCatalog):
                 tables.forget(name)
 
-    def _update_statistics(self, landed: Mapping[str, Landed]) -> list[str]:
-        """Merge each landed interval's sketch into its source's statistics (the files a sketch
-        covers are never merged twice, so a time point run again after a crash adds nothing);
-        returns the sources whose first statistics these are."""
+    def _update_statistics(self, names: Iterable[str]) -> list[str]:
+        """Merge the sketch observed for each of the sources ``names`` into its statistics (the
+        files a sketch covers are never merged twice, so a time point run again after a crash
+        adds nothing); returns the sources whose first statistics these are."""
         store = self.stats_store
         first: list[str] = []
-        for name, land in landed.items():
+        for name in names:
             observed = self._observed.pop(name, None)
             if observed is None:
                 continue
@@ -1442,6 +1448,9 @@ class Runner:
 
         from pyspark.sql.types import TimestampType
 
+        if self._sketch_later and stored is not None and stored.sketch is not None:
+            self._pending[name] = {"files": [list(f) for f in new], "schema": schema.json(), "columns": columns.json()}
+            return
         sketched = self._sketched_columns(name, schema)
         known = footer_counts([urlparse(p).path for p in paths], sketched)
         arrival = self.feeds[name].arrival_column
@@ -1458,6 +1467,43 @@ class Runner:
             self._deferred[name] = DeferredSketch(index, list(paths), columns, told.rows, observed)
         else:
             self._sketch_pass(name, observed, paths, columns)
+
+    def _next_weighs_less(self, cycle: Cycle, index: int, plan: MultiTimePlan) -> bool:
+        """Whether the time point after ``index`` (the next cycle's first, after the cycle's
+        last) weighs less in the objective than ``index`` does: then a linked interval's sketch
+        is left to that run (:meth:`_catch_up_sketches`), and the point due now pays only for its
+        plan. Where there is no later time point, the sketch is taken now."""
+        weights = plan.objective.weights
+        here = weights[index - 1]
+        if index < len(weights):
+            return weights[index] < here
+        if self.spec.cycle(cycle.index + 1) is None:
+            return False
+        return weights[cycle.offset] < here
+
+    def _catch_up_sketches(self, previous: dict[str, Any] | None) -> None:
+        """Sketch, on a pass of their own, the files whose sketch the last committed time point
+        left to this run (its manifest's ``sketches_pending``), and merge them into their
+        sources' statistics before planning. The files a source's statistics already cover (a
+        run that died after merging them) are not sketched again; a file no longer there is
+        left out."""
+        from urllib.parse import urlparse
+
+        from pyspark.sql.types import StructType as Struct
+
+        for name, pending in (previous or {}).get("sketches_pending", {}).items():
+            stored = self.stats_store.load(name) if name in self.feeds else None
+            if stored is None or stored.sketch is None:
+                continue
+            new = [(str(f[0]), int(f[1]), int(f[2])) for f in pending["files"] if self.files.exists(str(f[0]))]
+            schema = Struct.fromJson(json.loads(pending["schema"]))
+            columns = Struct.fromJson(json.loads(pending["columns"]))
+            known = footer_counts([urlparse(f[0]).path for f in new], self._sketched_columns(name, schema))
+            made = self._sketch_of(name, schema, new, False, stored, only_new=True, known=known)
+            if made is None:
+                continue
+            self._sketch_pass(name, made[0], [f[0] for f in new], columns)
+            self._update_statistics([name])
 
     def _sketch_pass(self, name: str, observed: ObservedSketch, paths: Sequence[str], columns: StructType) -> None:
         """Sketch source ``name``'s files ``paths`` (read with ``columns``) on a pass of their own,
