@@ -119,6 +119,24 @@ def cycle_points(spark: SparkSession, contender: str, spec_path: Path, staged: P
                 entry["planning_seconds"] = run.get("planning_seconds")
                 entry["method_run"] = run.get("method")
         yield entry
+    yield next_cycle_point(job, contender, project, cycle.last + 1, folder / "events" / "next-t001")
+
+
+def next_cycle_point(job: ClockJob, contender: str, project: SdpProject | None, index: int,
+                     events: Path) -> dict[str, Any]:
+    """The next cycle's first time point, with no new file, as each contender's cron runs it:
+    tempura's run (which takes what the cycle's last point left to it, such as a sketch),
+    SDP's streaming tables' refresh (``sdp-streaming``); nothing for ``sdp-mv`` and
+    ``spark-sql``, whose next work is the next result due. Counted beside the cycle, so that
+    work moved off the last point is still paid for."""
+    now = job.next_cycle_now()
+    if now is None or contender == "spark-sql" or (project is not None and not project.runs_at(index)):
+        return {**PointFigures(index, 0, 0.0).to_json(), "checked": None, "ran": False, "next_cycle": True}
+    figures = project.refresh(index, events) if project is not None else job.run_point(index, contender, events, now=now)
+    entry = {**figures.to_json(), "checked": None, "next_cycle": True}
+    if figures.returncode != 0:
+        entry["error"] = figures.output.strip().splitlines()[-1] if figures.output.strip() else "failed"
+    return entry
 
 
 def run_cycle(spark: SparkSession, contender: str, spec_path: Path, staged: Path, folder: Path,
@@ -136,12 +154,18 @@ def purpose_medians(cycles: Sequence[list[dict[str, Any]]], purpose: str) -> lis
             for i in range(len(cycles[0]))]
 
 
-def summarize(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, Any]:
-    """Per contender, the medians per time point; auto's ratios against each other contender and
-    its overhead over its own fragments and landing."""
+def summarize(runs: dict[str, list[list[dict[str, Any]]]],
+              after: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """Per contender, the medians per time point (and of ``after``, the next cycle's first point,
+    where measured); auto's ratios against each other contender and its overhead over its own
+    fragments and landing."""
     out: dict[str, Any] = {}
     for name, cycles in runs.items():
+        following = (after or {}).get(name) or []
         out[name] = {
+            "next_cycle_t1": {key: statistics.median(float(p.get(key) or 0.0) for p in following)
+                              for key in ("cpu_seconds", "records_read", "process_cpu_seconds", "wall_seconds")}
+            if following else None,
             "cpu_seconds": medians(cycles, "cpu_seconds"),
             "records_read": medians(cycles, "records_read"),
             "process_cpu_seconds": medians(cycles, "process_cpu_seconds"),
@@ -150,7 +174,8 @@ def summarize(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, Any]:
             "fragments_cpu_seconds (partial)": purpose_medians(cycles, "fragment"),
             "landing_cpu_seconds (partial)": purpose_medians(cycles, "landing"),
             "statistics_cpu_seconds (partial)": purpose_medians(cycles, "statistics"),
-            "correct": all(p.get("checked") is not False and "error" not in p for c in cycles for p in c),
+            "correct": all(p.get("checked") is not False and "error" not in p for c in cycles for p in c)
+            and all("error" not in p for p in following),
             "checked_points": sum(1 for c in cycles for p in c if p.get("checked") is True),
         }
     if "auto" in out:
@@ -163,6 +188,7 @@ def summarize(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, Any]:
                 key: [a / b if b else None for a, b in zip(auto[key], other[key])]
                 for key in ("cpu_seconds", "records_read", "process_cpu_seconds", "wall_seconds")}
             ratios[name]["cpu_seconds_summed"] = sum(auto["cpu_seconds"]) / max(1e-9, sum(other["cpu_seconds"]))
+            ratios[name]["cpu_seconds_summed_with_next"] = summed_with_next(auto) / max(1e-9, summed_with_next(other))
         auto["overhead"] = [c / (f + land) if f + land > 0 else None for c, f, land in
                             zip(auto["cpu_seconds"], auto["fragments_cpu_seconds (partial)"],
                                 auto["landing_cpu_seconds (partial)"])]
@@ -171,6 +197,12 @@ def summarize(runs: dict[str, list[list[dict[str, Any]]]]) -> dict[str, Any]:
         if designs:
             out["against_sdp"] = against_sdp(auto, {d: out[d] for d in designs})
     return out
+
+
+def summed_with_next(figures: dict[str, Any]) -> float:
+    """A contender's executor CPU summed over the cycle and the next cycle's first point."""
+    following = figures.get("next_cycle_t1") or {}
+    return sum(figures["cpu_seconds"]) + float(following.get("cpu_seconds") or 0.0)
 
 
 def against_sdp(auto: dict[str, Any], designs: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -183,6 +215,7 @@ def against_sdp(auto: dict[str, Any], designs: dict[str, dict[str, Any]]) -> dic
         out[design] = {
             "last_cpu_ratio": auto["cpu_seconds"][-1] / figures["cpu_seconds"][-1] if figures["cpu_seconds"][-1] else None,
             "summed_cpu_ratio": sum(auto["cpu_seconds"]) / max(1e-9, sum(figures["cpu_seconds"])),
+            "summed_with_next_cpu_ratio": summed_with_next(auto) / max(1e-9, summed_with_next(figures)),
             "wall_ratio": [a / b if b else None for a, b in zip(auto["wall_seconds"], figures["wall_seconds"])],
             "process_cpu_ratio_summed": sum(auto["process_cpu_seconds"]) / max(1e-9, sum(figures["process_cpu_seconds"])),
         }
@@ -211,6 +244,7 @@ def run(spark: SparkSession, out: Path, workdir: Path, scenario: str, scale: flo
     expected = {i: [tuple(r) for r in reference(spark, spec, cycle, i).collect()] for i in range(1, cycle.last + 1)
                 if i in cycle.time_points.deliver}
     runs: dict[str, list[list[dict[str, Any]]]] = {c: [] for c in contenders}
+    after: dict[str, list[dict[str, Any]]] = {c: [] for c in contenders}
     for warm in contenders:  # a cycle each, unmeasured: the first process pays for caches the others find
         run_cycle(spark, warm, spec_path, root / "staged", root / f"warm-{warm}", expected)
     for rep in range(repeat):
@@ -222,8 +256,9 @@ def run(spark: SparkSession, out: Path, workdir: Path, scenario: str, scale: flo
                 taken[contender].append(next(cycles[contender]))
         for contender in order:
             runs[contender].append(taken[contender])
+            after[contender].append(next(cycles[contender]))  # the next cycle's t1
     result = {"scenario": scenario, "scale": scale, "repeat": repeat, "rows_per_interval": counts,
-              "contenders": list(contenders), "runs": runs, "summary": summarize(runs)}
+              "contenders": list(contenders), "runs": runs, "next_cycle_t1": after, "summary": summarize(runs, after)}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}-{scenario}.json").write_text(json.dumps(result, indent=1, default=str))
     return result

@@ -359,16 +359,18 @@ def clock_table(title: str, contenders: list[str], summary: dict[str, Any]) -> A
 
     table = Table(title=title)
     for column in ("contender", "executor CPU s per point", "records read", "process CPU s", "wall s",
-                   "fragments CPU s (partial)", "correct"):
+                   "fragments CPU s (partial)", "next cycle's t1: CPU s, wall s", "correct"):
         table.add_column(column)
     for contender in contenders:
         s = summary[contender]
         tempura_run = contender in METHOD_CHOICES
+        following = s.get("next_cycle_t1")
         table.add_row(contender, " ".join(f"{v:.2f}" for v in s["cpu_seconds"]),
                       " ".join(f"{v / 1e6:.2f}M" for v in s["records_read"]),
                       " ".join(f"{v:.1f}" for v in s["process_cpu_seconds"]),
                       " ".join(f"{v:.1f}" for v in s["wall_seconds"]),
                       " ".join(f"{v:.2f}" for v in s["fragments_cpu_seconds (partial)"]) if tempura_run else "-",
+                      f"{following['cpu_seconds']:.2f}, {following['wall_seconds']:.1f}" if following else "-",
                       "yes" if s["correct"] else "NO")
     return table
 
@@ -554,8 +556,8 @@ def bench_sdp(scenarios: tuple[str, ...], scale: float, repeat: int, designs: tu
             last = "-" if v["last_cpu_ratio"] is None else f"{v['last_cpu_ratio']:.2f}"
             walls = " ".join("-" if w is None else f"{w:.2f}" for w in v["wall_ratio"])
             click.echo(f"auto / {design}{best}: executor CPU at the last point {last}, summed "
-                       f"{v['summed_cpu_ratio']:.2f}; wall per point {walls}; process CPU summed "
-                       f"{v['process_cpu_ratio_summed']:.2f}")
+                       f"{v['summed_cpu_ratio']:.2f} (with the next cycle's t1 {v['summed_with_next_cpu_ratio']:.2f}); "
+                       f"wall per point {walls}; process CPU summed {v['process_cpu_ratio_summed']:.2f}")
         click.echo(f"wrote {Path(out) / f'sdp-{name}.json'}")
     sys.exit(0 if correct else 1)
 

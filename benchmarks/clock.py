@@ -214,12 +214,20 @@ class ClockJob:
                     copied += 1
         return copied
 
+    def next_cycle_now(self) -> str | None:
+        """The next cycle's first time point (``None``: the schedule has one cycle)."""
+        following = self.spec.cycle(1)
+        if following is None:
+            return None
+        value = following.time_points.value(1)
+        return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
     def run_point(self, index: int, method: str = "auto", events: Path | None = None,
-                  extra: Sequence[str] = ()) -> PointFigures:
-        """``tempura run SPEC --now t_index`` in a new process, measured whole."""
+                  extra: Sequence[str] = (), now: str | None = None) -> PointFigures:
+        """``tempura run SPEC --now t_index`` (or ``--now now``) in a new process, measured whole."""
         events = events or self.folder / "events" / f"t{index:03d}-{method}-{time.time_ns()}"
-        command = ["-c", ENTRY, "run", str(self.spec_path), "--now", self.now(index), "--method", method, "--workdir",
-                   str(self.workdir), *extra]
+        command = ["-c", ENTRY, "run", str(self.spec_path), "--now", now or self.now(index), "--method", method,
+                   "--workdir", str(self.workdir), *extra]
         return measured_process(index, command, events, self.spark_conf)
 
 

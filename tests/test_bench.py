@@ -154,6 +154,31 @@ def test_a_table_by_the_clock_shows_whole_runs_and_tempuras_fragments_as_partial
     assert "4.00 6.00" in lines["spark-sql"] and "0.00 0.00" not in lines["spark-sql"]
 
 
+def test_work_left_to_the_next_cycles_first_point_is_counted_beside_the_cycle() -> None:
+    """auto leaves 1.5 s to the next cycle's t1 and SDP nothing: the cycle's summed ratio says 0.5,
+    the ratio with the next point 1.0, and the table shows the next point's figures."""
+    from rich.console import Console
+
+    from benchmarks.by_clock import summarize
+    from benchmarks.cli import clock_table
+
+    def point(cpu: float, wall: float = 7.0) -> dict[str, Any]:
+        return {"cpu_seconds": cpu, "records_read": 1e6, "process_cpu_seconds": 9.0, "wall_seconds": wall, "jobs": 4,
+                "by_purpose": {}, "checked": True}
+
+    summary = summarize({"auto": [[point(1.0), point(0.5)], [point(1.0), point(0.5)]],
+                         "sdp-mv": [[point(0.0), point(3.0)], [point(0.0), point(3.0)]]},
+                        {"auto": [point(1.5, 4.0), point(1.5, 6.0)], "sdp-mv": [point(0.0, 0.0), point(0.0, 0.0)]})
+    assert summary["auto"]["next_cycle_t1"]["cpu_seconds"] == 1.5 and summary["auto"]["next_cycle_t1"]["wall_seconds"] == 5.0
+    versus = summary["against_sdp"]["sdp-mv"]
+    assert versus["summed_cpu_ratio"] == 0.5 and versus["summed_with_next_cpu_ratio"] == 1.0
+    assert versus["last_cpu_ratio"] == 0.5 / 3.0
+    console = Console(record=True, width=220)
+    console.print(clock_table("t", ["auto", "sdp-mv"], summary))
+    lines = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if line.count("│") > 3}
+    assert "1.50, 5.0" in lines["auto"]
+
+
 def test_the_verdict_counts_running_a_contenders_own_plan_as_its_choice() -> None:
     """``auto`` running ``ivm``'s very plan, measured a few percent above it: the noise between
     two runs of one plan is no miss; a different plan measured above the best still is."""
