@@ -113,6 +113,7 @@ def test_whole_new_files_are_linked_and_every_delivery_is_the_reference(method: 
             (data / "i1.parquet").unlink()  # upstream retention: the landed interval keeps its link
     after = run_next_cycle(spark, folder, method)  # no new file: it sketches t4's
     assert after.manifest["run"]["work"]["statistics"]["rows_in"] == PER_INTERVAL
+    assert after.manifest["run"]["work"]["landing"]["rows_in"] == 0  # the files cycle 1 closed are not read again
     assert "sketches_pending" not in after.manifest
     assert_statistics(spark, folder, everything, 4 * PER_INTERVAL)
 
@@ -168,6 +169,36 @@ def test_a_point_whose_plan_reads_nothing_sketches_the_new_files_on_a_pass_of_th
     check(spark, everything, result)
     run_next_cycle(spark, folder, "batch")
     assert_statistics(spark, folder, everything, 4 * PER_INTERVAL)
+
+
+def test_a_new_cycle_reads_its_new_files_and_the_files_left_open_not_the_history(spark: Any, tmp_path: Path) -> None:
+    """Interval 4's file also holds rows of the next cycle's first interval: it is left open at
+    t4. The next cycle's t1 reads that file and its own new one, not the three files the first
+    cycle closed, and delivers ``spark.sql`` over the rows arriving in its interval."""
+    folder, data = job(tmp_path)
+    everything = tmp_path / "everything"
+    for index in range(1, 5):
+        frame = rows(spark, (index - 1) * PER_INTERVAL, PER_INTERVAL, 6 * (index - 1))
+        if index == 4:  # and 100 orders arriving from 00:00 to 06:00 of the next day
+            frame = frame.unionByName(rows(spark, 50_000, 100, 24))
+        frame.write.mode("append").parquet(str(everything))
+        put(frame, data, f"i{index}")
+        result = run_point(spark, folder, index, "ivm")
+    assert result.manifest["open_files"]["sales"] == [(data / "i4.parquet").as_uri()]
+    extra = rows(spark, 60_000, 50, 24)
+    extra.write.mode("append").parquet(str(everything))
+    put(extra, data, "next1")
+    after = run_next_cycle(spark, folder, "ivm")
+    landing = after.manifest["run"]["work"]["landing"]
+    assert landing["rows_in"] == PER_INTERVAL + 100 + 50, landing  # i4 and next1 only
+    assert after.manifest["landed"]["sales"]["rows"] == 150
+    spark.read.parquet(str(everything)).where(
+        f"arrived_at > TIMESTAMP '{START + dt.timedelta(hours=24)}' AND arrived_at <= "
+        f"TIMESTAMP '{NEXT_T1}'").createOrReplaceTempView("sales")
+    want = [tuple(r) for r in spark.sql(QUERY).collect()]
+    got = [tuple(r) for r in spark.read.parquet(after.delivered).collect()]
+    outcome = compare_results(want, got)
+    assert outcome.equal, outcome.reason
 
 
 def test_every_point_weighing_alike_sketches_the_last_interval_at_once(spark: Any, tmp_path: Path) -> None:

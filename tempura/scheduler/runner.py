@@ -84,6 +84,7 @@ if TYPE_CHECKING:
 
 NEW_FILE = "__new_file"  # landing: whether a row's file is first found now (computed once a row)
 SKETCHED = "__sketched"  # landing: whether a row is one the source's statistics take in
+OUTSIDE = "outside"  # the footers show a row outside the interval (Runner._rows_inside)
 SKETCH_REPORTED = 5.0  # seconds: at most this long after its job, Spark's listener reports an observation
 
 
@@ -656,7 +657,8 @@ class Runner:
     def _manifest(self, cycle: Cycle, index: int, plan: MultiTimePlan, run: TimePointRun, landed: dict[str, Landed],
                   states: dict[str, SavedState], previous: dict[str, Any] | None, broken: dict[str, str],
                   checks: WorkMetrics) -> dict[str, Any]:
-        seen = {name: list((previous or {}).get("seen_files", {}).get(name, [])) for name in self.feeds}
+        before = self._seen_before(cycle, previous)
+        seen = {name: list(before.get(name, [])) for name in self.feeds}
         for name, land in landed.items():
             seen[name].extend(f[0] for f in land.new_files)
         measured = {name: list((previous or {}).get("measured", {}).get(name, [])) for name in self.feeds}
@@ -1082,6 +1084,27 @@ class Runner:
             else:
                 self._reading.pop(name, None)
 
+    def _seen_before(self, cycle: Cycle, previous: dict[str, Any] | None) -> dict[str, list[str]]:
+        """Per source, the files whose rows the job has already taken in: those the last commit
+        of ``cycle`` (``previous``) records; at a cycle's first time point, for a source arriving
+        by a column that starts afresh with each cycle, those the last commit of an earlier cycle
+        closed (seen, and holding no row after its time point: not among its open files; not a
+        catalog table's or a range query's, which are read whole). Every
+        time point of an earlier cycle is at or before this cycle's origin, and no row at or
+        before the origin is this cycle's: a closed file is not read again, and a new cycle
+        costs what its delta costs, not the whole history."""
+        if previous is not None:
+            return dict(previous.get("seen_files", {}))
+        last = self._last_commit_before(cycle.label)
+        if last is None:
+            return {}
+        still = last.get("open_files", {})
+        afresh = {name for name, feed in self.feeds.items()
+                  if feed.arrival_column is not None and feed.window is None and feed.table is None
+                  and self.spec.origin(name, cycle) is not None}
+        return {name: [f for f in files if f not in set(still.get(name) or [])]
+                for name, files in last.get("seen_files", {}).items() if name in afresh}
+
     def _last_commit_before(self, label: str) -> dict[str, Any] | None:
         """The last committed manifest of the cycles before ``label``, if any."""
         for earlier in sorted((c for c in self.store.cycles() if c < label), reverse=True):
@@ -1190,8 +1213,9 @@ class Runner:
         come from (``None``: all of the source's). A source arriving by a column reads only the
         files first found now and those an earlier landing of the cycle found rows of later
         intervals in (its *open* files): a file whose every row has landed holds none of the
-        interval's rows (a late row is one of a new file). At ``t_1``, every file is new.
-        ``listed``: the source's files now (an open file gone is read by no one)."""
+        interval's rows (a late row is one of a new file). At ``t_1`` of the first cycle every
+        file is new; of a later one, every file an earlier cycle did not close
+        (:meth:`_seen_before`). ``listed``: the source's files now (an open file gone is read by no one)."""
         from pyspark.sql import functions as F
 
         columns = self._reading.get(feed.name) or self._recorded_columns(previous, feed.name)
@@ -1199,8 +1223,10 @@ class Runner:
         tracked = (previous or {}).get("open_files", {})
         if whole or (index > 1 and feed.name not in tracked):
             return read_source(self.spark, feed, columns=columns), None
-        if index == 1:
+        if index == 1 and set(new) >= listed:  # every file new: the first cycle
             return read_source(self.spark, feed, columns=columns), [f for f in new]
+        if index == 1:  # the files an earlier cycle closed hold none of this cycle's rows
+            tracked = {feed.name: []}
         paths = sorted(set(new) | ({str(f) for f in tracked[feed.name]} & listed))
         if not paths:
             return read_source(self.spark, feed, columns=columns).where(F.lit(False)), []
@@ -1216,7 +1242,7 @@ class Runner:
         from pyspark.sql.types import StructType
 
         label = cycle.label
-        seen = set((previous or {}).get("seen_files", {}).get(name, []))
+        seen = set(self._seen_before(cycle, previous).get(name, []))
         files = self.files.data_files(feed.location)
         new = [f for f in files if f[0] not in seen]
         # A typed format's files were each checked against the recorded columns (names and
@@ -1360,9 +1386,11 @@ class Runner:
         # Not a first collection (that counts each interval's rows on its pass): the files'
         # footers and arrival column, read on the driver, may show every row inside.
         told = self._rows_inside(feed, paths, columns, start, values[index - 1]) if stored is not None else None
+        if told is OUTSIDE:
+            return None  # written instead: the footers show a row outside the interval, no pass need count it
         found: dict[str, Any] = {}
         cpu_seconds, bytes_read = 0.0, 0
-        if told is not None:
+        if isinstance(told, FileArrivals):
             inside = told.rows
             self._defer_sketch(name, index, schema, new, stored, paths, columns, told)
         else:
@@ -1410,11 +1438,11 @@ class Runner:
         return stored.rows / stored.file_bytes * float(sum(sizes.get(f, 0) for f in files))
 
     def _rows_inside(self, feed: Feed, paths: Sequence[str], columns: StructType, start: TimeValue | None,
-                     end: TimeValue) -> FileArrivals | None:
+                     end: TimeValue) -> FileArrivals | str | None:
         """The rows of the local parquet files ``paths`` of ``feed`` (read with ``columns``), and
         the range of their arrivals, when their footers and arrival column show that every one
-        arrives in ``(start, end]``; ``None`` when one may not, or where that cannot be told
-        without Spark."""
+        arrives in ``(start, end]``; :data:`OUTSIDE` when they show one that does not; ``None``
+        where that cannot be told without Spark."""
         zone = self.spark.conf.get("spark.sql.session.timeZone") or "UTC"
         kind = None
         low, high = (instant(start, zone) if start is not None else None), instant(end, zone)
@@ -1431,7 +1459,7 @@ class Runner:
             if feed.arrival_column is not None and found.rows:
                 assert found.earliest is not None and found.latest is not None and high is not None
                 if found.latest > high or (low is not None and found.earliest <= low):
-                    return None
+                    return OUTSIDE
                 earliest = found.earliest if earliest is None else min(earliest, found.earliest)
                 latest = found.latest if latest is None else max(latest, found.latest)
             rows += found.rows
