@@ -154,6 +154,23 @@ def test_a_table_by_the_clock_shows_whole_runs_and_tempuras_fragments_as_partial
     assert "4.00 6.00" in lines["spark-sql"] and "0.00 0.00" not in lines["spark-sql"]
 
 
+def test_a_point_whose_only_read_is_the_statistics_pass_counts_it_as_the_deltas_landing() -> None:
+    """t1 lands (0.5 s) and runs a fragment (1.0 s) in 1.6 s; t2 runs no fragment, only the
+    statistics' pass over its delta (0.4 s, rows read) in 0.44 s: the plain overhead has no
+    figure at t2, the labelled one 1.1; a merge that reads no row is not counted as a read."""
+    from benchmarks.by_clock import summarize
+
+    def point(cpu: float, fragment: float, landing: float, stats: float, read: int) -> dict[str, Any]:
+        return {"cpu_seconds": cpu, "records_read": 1e6, "process_cpu_seconds": 9.0, "wall_seconds": 7.0, "jobs": 4,
+                "by_purpose": {"fragment": {"cpu_seconds": fragment}, "landing": {"cpu_seconds": landing},
+                               "statistics": {"cpu_seconds": stats, "records_read": read}}, "checked": True}
+
+    summary = summarize({"auto": [[point(1.6, 1.0, 0.5, 0.02, 0), point(0.44, 0.0, 0.0, 0.4, 500)]]})
+    assert summary["auto"]["overhead"][0] == pytest.approx(1.6 / 1.5) and summary["auto"]["overhead"][1] is None
+    labelled = summary["auto"]["overhead (statistics' read of the delta as its landing)"]
+    assert labelled[0] == pytest.approx(1.6 / 1.5) and labelled[1] == pytest.approx(1.1)
+
+
 def test_work_left_to_the_next_cycles_first_point_is_counted_beside_the_cycle() -> None:
     """auto leaves 1.5 s to the next cycle's t1 and SDP nothing: the cycle's summed ratio says 0.5,
     the ratio with the next point 1.0, and the table shows the next point's figures."""
