@@ -446,9 +446,11 @@ class Runner:
             self._find_sources()
             self.store.discard_uncommitted(label, index)
         with self.meter.measure(f"t{index}: new files' columns", purpose="schema"):
-            self._check_drift(previous if previous is not None else self._last_commit_before(label))
+            last = previous if previous is not None else self._last_commit_before(label)
+            self._check_drift(last)
         saved = {s["id"]: SavedState.from_json(s) for s in (previous or {}).get("states", [])}
-        self._catch_up_sketches(previous if previous is not None else self._last_commit_before(label))
+        self._catch_up_sketches(last)
+        seen = self._seen_before(cycle, previous, last)
         self._planning_cycle = cycle
         planning = time.perf_counter()
         plan = self.plan(cycle, index, saved, previous)
@@ -466,7 +468,7 @@ class Runner:
                 self.progress(f"{cycle_words(label)}, {time_point_words(index, cycle.points.value(index))}: {what}",
                               done, steps)
 
-        landed, changes = self._land(cycle, index, previous, tick,
+        landed, changes = self._land(cycle, index, previous, tick, seen,
                                       {name: by_index[index] for name, by_index in plan.layouts.items() if index in by_index})
         broken, keys = self._check_keys(cycle, index, previous)
         checks = keys + changes  # what checking the landing cost
@@ -486,7 +488,7 @@ class Runner:
         alive = {s.id for s in plan.states if s.last_read > index} | {
             i for i in plan.inputs if any(i in f.states for f in plan.fragments if f.time > index)}
         manifest = self._manifest(cycle, index, plan, run, landed, {k: v for k, v in saved.items() if k in alive}, previous,
-                                  broken, checks)
+                                  seen, broken, checks)
         manifest["run"]["work"] = {purpose: _work_json(metrics) for purpose, metrics in self.meter.by_purpose().items()}
         manifest["run"]["planning_seconds"] = round(self._planning_seconds, 3)
         manifest["run"]["plannings"] = {"reused": self.plan_cache.hits - plannings[0],
@@ -544,7 +546,7 @@ class Runner:
         self._find_sources()
         with self.meter.measure(f"{label} carry") as work:
             if last is None:
-                landed, _ = self._land(cycle, 1, None, lambda _: None)
+                landed, _ = self._land(cycle, 1, None, lambda _: None, {})  # every file: the whole history
                 history = {name: [self._history_entry(label, name, 1, land.rows)] for name, land in landed.items()}
                 measured = {name: [[land.rows, land.deletions]] for name, land in landed.items()}
                 seen = {name: [f[0] for f in land.new_files] for name, land in landed.items()}
@@ -655,9 +657,8 @@ class Runner:
         return self._history_entry(cycle.label, name, 1, written.rows_written)
 
     def _manifest(self, cycle: Cycle, index: int, plan: MultiTimePlan, run: TimePointRun, landed: dict[str, Landed],
-                  states: dict[str, SavedState], previous: dict[str, Any] | None, broken: dict[str, str],
-                  checks: WorkMetrics) -> dict[str, Any]:
-        before = self._seen_before(cycle, previous)
+                  states: dict[str, SavedState], previous: dict[str, Any] | None, before: Mapping[str, Sequence[str]],
+                  broken: dict[str, str], checks: WorkMetrics) -> dict[str, Any]:
         seen = {name: list(before.get(name, [])) for name in self.feeds}
         for name, land in landed.items():
             seen[name].extend(f[0] for f in land.new_files)
@@ -1084,24 +1085,25 @@ class Runner:
             else:
                 self._reading.pop(name, None)
 
-    def _seen_before(self, cycle: Cycle, previous: dict[str, Any] | None) -> dict[str, list[str]]:
+    def _seen_before(self, cycle: Cycle, previous: dict[str, Any] | None,
+                     last: dict[str, Any] | None) -> dict[str, list[str]]:
         """Per source, the files whose rows the job has already taken in: those the last commit
         of ``cycle`` (``previous``) records; at a cycle's first time point, for a source arriving
-        by a column that starts afresh with each cycle, those the last commit of an earlier cycle
-        closed (seen, and holding no row after its time point: not among its open files; not a
-        catalog table's or a range query's, which are read whole). Every
-        time point of an earlier cycle is at or before this cycle's origin, and no row at or
-        before the origin is this cycle's: a closed file is not read again, and a new cycle
-        costs what its delta costs, not the whole history."""
+        by a column whose rows start to count at the cycle's own origin, those the last commit of
+        an earlier cycle (``last``) closed (seen, and holding no row after its time point: not
+        among its open files; not a catalog table's or a range query's, which are read whole).
+        Every time point of an earlier cycle is at or before this cycle's origin, and no row at
+        or before the origin is this cycle's: a closed file is not read again, and a new cycle
+        costs what its delta costs, not the whole history. (An endless schedule's cycle counts
+        rows from the schedule's start: its history is every file.)"""
         if previous is not None:
             return dict(previous.get("seen_files", {}))
-        last = self._last_commit_before(cycle.label)
-        if last is None:
+        if last is None or cycle.origin is None:
             return {}
         still = last.get("open_files", {})
         afresh = {name for name, feed in self.feeds.items()
                   if feed.arrival_column is not None and feed.window is None and feed.table is None
-                  and self.spec.origin(name, cycle) is not None}
+                  and self.spec.origin(name, cycle) == cycle.origin}
         return {name: [f for f in files if f not in set(still.get(name) or [])]
                 for name, files in last.get("seen_files", {}).items() if name in afresh}
 
@@ -1193,16 +1195,19 @@ class Runner:
         chosen, history = pruned_folders(self.store, label, name, 1, index - 1, carried_history(previous), laid, prune)
         return landed_rows(self.spark, schema, chosen, history).where(prune.where)
 
-    def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None,
-              tick: Callable[[str], None], layouts: Mapping[str, Layout] | None = None) -> tuple[dict[str, Landed], WorkMetrics]:
-        """Land every source's interval ``index`` (hash-bucketed where ``layouts`` says); and what
-        checking the change feeds cost."""
+    def _land(self, cycle: Cycle, index: int, previous: dict[str, Any] | None, tick: Callable[[str], None],
+              seen: Mapping[str, Sequence[str]],
+              layouts: Mapping[str, Layout] | None = None) -> tuple[dict[str, Landed], WorkMetrics]:
+        """Land every source's interval ``index`` (hash-bucketed where ``layouts`` says), each
+        reading the files not in its ``seen`` (:meth:`_seen_before`); and what checking the
+        change feeds cost."""
         out = {}
         changes = WorkMetrics()
         self._deferred.clear()
         for name, feed in self.feeds.items():
             with self.meter.measure(f"land {name}", purpose="landing"):
-                out[name], checked = self._land_source(cycle, index, previous, name, feed, (layouts or {}).get(name))
+                out[name], checked = self._land_source(cycle, index, previous, name, feed, (layouts or {}).get(name),
+                                                       set(seen.get(name, [])))
             changes = changes + checked
             tick(f"landed {name}: {out[name].rows} rows")
         return out, changes
@@ -1225,15 +1230,14 @@ class Runner:
             return read_source(self.spark, feed, columns=columns), None
         if index == 1 and set(new) >= listed:  # every file new: the first cycle
             return read_source(self.spark, feed, columns=columns), [f for f in new]
-        if index == 1:  # the files an earlier cycle closed hold none of this cycle's rows
-            tracked = {feed.name: []}
-        paths = sorted(set(new) | ({str(f) for f in tracked[feed.name]} & listed))
+        left_open = [] if index == 1 else tracked[feed.name]  # at t_1, the closed files hold no row of the cycle
+        paths = sorted(set(new) | ({str(f) for f in left_open} & listed))
         if not paths:
             return read_source(self.spark, feed, columns=columns).where(F.lit(False)), []
         return read_source(self.spark, feed, paths=paths, columns=columns), paths
 
     def _land_source(self, cycle: Cycle, index: int, previous: dict[str, Any] | None, name: str, feed: Feed,
-                     layout: Layout | None) -> tuple[Landed, WorkMetrics]:
+                     layout: Layout | None, seen: set[str]) -> tuple[Landed, WorkMetrics]:
         """Land source ``name``'s interval ``index``, reading each file it needs once: the counts
         the landing needs (rows of later intervals, late rows, NULL arrivals, deletions) and the
         sketch of the new rows for the statistics are observed on the pass that writes it."""
@@ -1242,7 +1246,6 @@ class Runner:
         from pyspark.sql.types import StructType
 
         label = cycle.label
-        seen = set(self._seen_before(cycle, previous).get(name, []))
         files = self.files.data_files(feed.location)
         new = [f for f in files if f[0] not in seen]
         # A typed format's files were each checked against the recorded columns (names and
