@@ -15,7 +15,7 @@ from tempura.catalog import Catalog
 from tempura.cost import CostConstants, PlanCost
 from tempura.optimizer.explain import StatsExplainer
 from tempura.optimizer import Optimizer, PlannedQuery
-from tempura.runtime.executor import SparkPlanning, analyzed_types
+from tempura.runtime.executor import SparkPlanning, analyzed_types, spark_result
 from tempura.runtime.storage import location, storage_for
 from tempura.sql import parse_query, to_spark_sql
 from tempura.stats import Estimator, StatsCatalog, StatsStore
@@ -67,10 +67,12 @@ class Session:
         return self._spark
 
     def plan(self, text: str) -> Query:
-        """The bound logical plan of ``text``."""
-        spark = self.spark if self.catalog.needs_spark_for_schemas else self._spark
+        """The bound logical plan of ``text``; once Spark runs, under Spark's names and types of the
+        query (:func:`~tempura.runtime.executor.spark_result`)."""
+        spark = self.spark if self.catalog.needs_spark_for_schemas or self._spark is not None else None
         describe = analyzed_types(spark) if spark is not None else None  # Spark types what sqlglot cannot, once it runs
-        return parse_query(text, self.catalog.schemas(spark), self.dialect, describe)
+        result = spark_result(spark, text, self.dialect) if spark is not None else None
+        return parse_query(text, self.catalog.schemas(spark), self.dialect, describe, result)
 
     def explain(self, text: str) -> str:
         """The printed logical plan of ``text``."""

@@ -48,6 +48,10 @@ class UnsupportedQuery(SqlError):
     """The SQL parses but uses a construct tempura does not plan yet."""
 
 
+class SparkRejects(SqlError):
+    """Spark's analyzer rejects the query as written: the message carries Spark's error class."""
+
+
 class CatalogError(TempuraError):
     """The catalog file is malformed, or one of its tables cannot be read."""
 

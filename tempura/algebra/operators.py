@@ -506,12 +506,17 @@ class Query:
     SQL). ``ordered`` says whether the query fixes the row order; ``order_keys`` then gives the
     output positions of its sort keys when all of them are output columns, so that rows tied on
     the keys may legitimately come in any order.
+
+    ``result`` is Spark's analysis of the query as written (its result ``StructType`` as JSON),
+    where Spark analyzed it: Spark is the authority on what the result's columns are called and
+    typed, so ``names`` are then Spark's, and what tempura delivers is cast to its types.
     """
 
     plan: LogicalPlan
     names: tuple[str, ...]
     ordered: bool = False
     order_keys: tuple[int, ...] | None = None
+    result: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.names) != len(self.plan.schema):

@@ -111,7 +111,7 @@ class Optimizer:
         report = SearchReport(groups=groups, expressions=exprs, rule_firings=planning.firings,
                               alternatives=search.stats.alternatives, pruned=search.stats.pruned,
                               winners=search.winner_count, seconds=sum(p.seconds for p in phases))
-        planned = Query(planning.result, query.names, query.ordered, query.order_keys)
+        planned = dataclasses.replace(query, plan=planning.result)
         return PlannedQuery(planned, planning.physical, planning.hints, memo, report, planning.tracer, planning.fired, phases)
 
     def _standing(self, query: Query, sql: str, time_points: TimePoints, objective: Objective, method: str,

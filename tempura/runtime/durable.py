@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tempura.algebra import Query
 from tempura.errors import ExecutionError, InternalError, PlanRejected
-from tempura.runtime.executor import (BroadcastFallback, SparkPlanning, execute, run_with_fallback,
+from tempura.runtime.executor import (BroadcastFallback, SparkPlanning, conform, execute, run_with_fallback,
                                       spark_error_message)
 from tempura.runtime.faults import reached
 from tempura.runtime.files import Files, uri
@@ -480,7 +480,7 @@ class DurableExecutor:
         """Write the delivery where it goes; returns the folder holding it."""
         pending = self.store.pending(self.cycle) / "delivery"
         columns = list(plan.query.names) + [c for c in frame.columns[len(plan.query.names):]]
-        named = frame.toDF(*columns)
+        named = conform(frame.toDF(*columns), plan.query.result, extra=True)  # Spark's names and types
         target = self.output
         if target is not None and target.table is not None:
             return self._deliver_to_table(target, named, pending, index)

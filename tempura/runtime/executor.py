@@ -164,16 +164,18 @@ def execute(
     hints: Mapping[LogicalPlan, tuple[str, str]] | None = None,
     planning: SparkPlanning | None = None,
 ) -> DataFrame:
-    """A DataFrame that computes ``query`` with tempura's plan (its inputs must be registered)."""
+    """A DataFrame that computes ``query`` with tempura's plan (its inputs must be registered),
+    under Spark's names and types of the query where Spark analyzed it (:func:`conform`)."""
     from pyspark.errors import PySparkException
 
     if hints is not None or planning is not None:
         (planning or SparkPlanning()).apply(spark)
     sql = to_spark_sql(query, hints=hints)
     try:
-        return spark.sql(sql)
+        frame = spark.sql(sql)
     except PySparkException as error:
         raise PlanRejected(f"Spark rejected the plan: {spark_error_message(error)}") from None
+    return conform(frame, query.result)
 
 
 def analyzed_types(spark: SparkSession) -> Callable[[str], list[str] | None]:
@@ -213,6 +215,61 @@ def analyze_query(spark: SparkSession, sql: str, tables: Mapping[str, Mapping[st
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
+def spark_result(spark: SparkSession, sql: str, dialect: str = "spark",
+                 tables: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """Spark's analysis of the query ``sql`` as written: its result ``StructType`` as JSON (the
+    names, types and nullability of its columns), over the session's catalog or, with ``tables``,
+    over empty views of those columns (:func:`analyze_query`). Runs no job. A query in another
+    dialect is transpiled to Spark's first. Where Spark rejects the query, that is the user's
+    error: :class:`~tempura.errors.SparkRejects`, with Spark's error class, at its line and column
+    in the text (a transpiled query's at none)."""
+    import sqlglot
+    from pyspark.errors import PySparkException
+
+    from tempura.errors import SparkRejects
+    from tempura.sql.parse import offset_to_line_col
+
+    text = sql if dialect == "spark" else sqlglot.transpile(sql, read=dialect, write="spark")[0]
+    try:
+        schema = analyze_query(spark, text, tables) if tables is not None else spark.sql(text).schema
+    except PySparkException as error:
+        contexts = error.getQueryContext() if dialect == "spark" else []
+        line = column = None
+        if contexts and contexts[0].startIndex() >= 0:
+            line, column = offset_to_line_col(text, contexts[0].startIndex())
+        raise SparkRejects(f"Spark rejects the query: {spark_error_message(error)}", line, column) from None
+    return schema.json()
+
+
+def conform(frame: DataFrame, result: str | None, extra: bool = False) -> DataFrame:
+    """``frame`` under the names and types of Spark's analysis ``result`` (:attr:`Query.result`):
+    each column renamed to Spark's name and, where its type differs, cast to Spark's type. With
+    ``extra``, columns past the result's (a delivery's change column) stay as they are. A column
+    count other than Spark's is tempura's bug, raised as :class:`~tempura.errors.InternalError`."""
+    import json
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from tempura.errors import InternalError
+
+    if result is None:
+        return frame
+    fields = StructType.fromJson(json.loads(result)).fields
+    have = frame.schema.fields
+    if len(have) < len(fields) or (len(have) > len(fields) and not extra):
+        raise InternalError(f"tempura's plan has {len(have)} result columns where Spark's analysis of the query has "
+                            f"{len(fields)}: {', '.join(f.name for f in fields)}")
+    if all(h.name == f.name and h.dataType == f.dataType for h, f in zip(have, fields)):
+        return frame
+    positional = frame.toDF(*[f"_{i}" for i in range(len(have))])
+    columns = [F.col(f"_{i}") if h.dataType == f.dataType else F.col(f"_{i}").cast(f.dataType)
+               for i, (h, f) in enumerate(zip(have, fields))]
+    named = [c.alias(f.name) for c, f in zip(columns, fields)]
+    named += [F.col(f"_{i}").alias(have[i].name) for i in range(len(fields), len(have))]
+    return positional.select(*named)
 
 
 def spark_errors() -> tuple[type[Exception], ...]:

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 from tempura.algebra import Query
 from tempura.algebra.rebuild import Rebuild
 from tempura.catalog import Catalog
-from tempura.errors import SqlError, TempuraError
+from tempura.errors import SparkRejects, SqlError, TempuraError
 from tempura.cost.model import CostConstants
 from tempura.cost.vector import Objective
 from tempura.optimizer import AUTO_MARGIN, Arrival, Optimizer, Resume, plan_methods
 from tempura.optimizer.layouts import scans
 from tempura.mqo import BudgetError, MqoOptions
-from tempura.runtime.executor import analyze_query, analyzed_types, spark_error_message
+from tempura.runtime.executor import analyzed_types, spark_result
 from tempura.runtime.storage import Location, as_location, storage_for
 from tempura.scheduler.reoptimize import (Measured, after_history, expected_rows, scaled_lookup, updated,
                                           with_lookahead)
@@ -37,7 +37,6 @@ from tempura.scheduler.plan_cache import PlanCache, planning_key
 from tempura.scheduler.spec import Cycle, Spec
 from tempura.sql import parse_query
 from tempura.sql.clock import Call, at_time, chance_calls, reads_clock, time_calls
-from tempura.sql.parse import offset_to_line_col
 from tempura.stats import Estimator, StatsCatalog, StatsStore
 from tempura.tvr.arrival import ArrivalModel, SourceArrival, measure
 from tempura.tvr.bounds import ArrivalBounds, SourceBound
@@ -422,22 +421,15 @@ def prepare_job(spec: Spec, stats_root: Location, spark: SparkSession | None = N
     return prepare(spec, spark, stats_root, meter=meter)
 
 
-def accepted_by_spark(spec: Spec, spark: SparkSession, schemas: Mapping[str, Mapping[str, str]]) -> None:
-    """Spark's analyzer accepts the spec's query over its sources' columns, or the query is the
-    user's error: one line with Spark's reason, at its line and column in the query. (A plan of an
-    accepted query that Spark rejects is then tempura's fault.)"""
-    import sqlglot
-    from pyspark.errors import PySparkException
-
-    text = spec.sql if spec.dialect == "spark" else sqlglot.transpile(spec.sql, read=spec.dialect, write="spark")[0]
+def accepted_by_spark(spec: Spec, spark: SparkSession, schemas: Mapping[str, Mapping[str, str]]) -> str:
+    """Spark's analysis of the spec's query over its sources' columns (its result ``StructType``
+    as JSON: what the result's columns are called and typed), or the query is the user's error:
+    one line with Spark's reason, at its line and column in the query. (A plan of an accepted
+    query that Spark rejects is then tempura's fault.)"""
     try:
-        analyze_query(spark, text, schemas)
-    except PySparkException as error:
-        contexts = error.getQueryContext() if spec.dialect == "spark" else []
-        line = column = None
-        if contexts and contexts[0].startIndex() >= 0:
-            line, column = offset_to_line_col(text, contexts[0].startIndex())
-        raise spec.sql_error(f"Spark rejects the query: {spark_error_message(error)}", line, column) from None
+        return spark_result(spark, spec.sql, spec.dialect, schemas)
+    except SparkRejects as error:
+        raise spec.sql_error(error.detail, error.line, error.column) from None
 
 
 def recompute_only(spec: Spec) -> str | None:
@@ -502,12 +494,12 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Locati
     with measured(meter, "the sources' columns", "schema"):
         all_schemas = catalog.schemas(spark)
     schemas = {t: {c: ty for c, ty in cols.items() if c not in hidden_columns(spec, t)} for t, cols in all_schemas.items()}
+    result = accepted_by_spark(spec, spark, schemas) if spark is not None else None
     try:
-        query = parse_query(spec.planning_sql, schemas, spec.dialect, analyzed_types(spark) if spark is not None else None)
+        query = parse_query(spec.planning_sql, schemas, spec.dialect, analyzed_types(spark) if spark is not None else None,
+                            result)
     except SqlError as error:
         raise spec.sql_error(error.detail, error.line, error.column) from None
-    if spark is not None:
-        accepted_by_spark(spec, spark, schemas)
     root = as_location(workdir)
     stats = StatsCatalog(catalog, StatsStore(root, storage_for(root, spark)), all_schemas, spark, kept=kept_statistics)
     with measured(meter, "arrival of the sources", "arrival"):

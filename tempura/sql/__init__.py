@@ -13,16 +13,26 @@ Project [a, s]
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from tempura.algebra import Query
+from tempura.errors import InternalError
 from tempura.sql.backend import to_spark_sql
 from tempura.sql.output_names import output_names
 from tempura.sql.parse import TableSchemas, parse_sql, qualify_tree
 from tempura.sql.settle import Describe, settle_types
 
 
-def parse_query(sql: str, schemas: TableSchemas, dialect: str = "spark", describe: Describe | None = None) -> Query:
+def parse_query(sql: str, schemas: TableSchemas, dialect: str = "spark", describe: Describe | None = None,
+                result: str | None = None) -> Query:
     """Bind ``sql`` (in sqlglot dialect ``dialect``) against table ``schemas`` into a plan.
+
+    ``result`` is Spark's analysis of the query as written (its result ``StructType`` as JSON,
+    :func:`tempura.runtime.executor.spark_result`): Spark is the authority on what the result's
+    columns are called and typed, so the query's names are Spark's, and it is delivered with
+    Spark's types. Without it (no Spark to ask: a plan made from declared schemas alone), the names
+    are read from the text as Spark would print them (:func:`output_names`), and the delivery that
+    runs later asks Spark.
 
     With ``describe`` (Spark's analyzer, :func:`tempura.runtime.executor.analyzed_types`), the
     columns sqlglot cannot type are typed as Spark types them (:func:`settle_types`).
@@ -33,10 +43,17 @@ def parse_query(sql: str, schemas: TableSchemas, dialect: str = "spark", describ
     from tempura.sql.binder import Binder
 
     parsed = parse_sql(sql, dialect)
-    names = output_names(parsed, schemas)
     query = Binder(schemas, sql).bind(qualify_tree(parsed.copy(), schemas, sql, dialect))
-    if names is not None and len(names) == len(query.names):
-        query = dataclasses.replace(query, names=tuple(names))
+    if result is not None:
+        names = [f["name"] for f in json.loads(result)["fields"]]
+        if len(names) != len(query.names):
+            raise InternalError(f"tempura's plan of the query has {len(query.names)} result columns where Spark's "
+                                f"analysis has {len(names)}: {', '.join(names)}")
+        query = dataclasses.replace(query, names=tuple(names), result=result)
+    else:
+        guessed = output_names(parsed, schemas)
+        if guessed is not None and len(guessed) == len(query.names):
+            query = dataclasses.replace(query, names=tuple(guessed))
     return query if describe is None else settle_types(query, describe)
 
 

@@ -241,6 +241,8 @@ class SparkSqlGenerator:
         block.group = [block.columns[k].copy() for k in plan.keys]
         items = [(k, block.columns[k].copy()) for k in plan.keys]
         items += [(c.field.name, substitute(c.call, block.columns)) for c in plan.calls]
+        if not items:  # a global aggregate of no call (HAVING alone) is still one row, whatever its input holds
+            items = [("unit", exp.Count(this=exp.Literal.number(1)))]
         block.set_select(items)
         return block
 

@@ -168,7 +168,7 @@ class Binder:
             agg_sources += [o.this for o in order.expressions]
         calls = [c for e in agg_sources for c in aggregates_in(e)]
         group = select.args.get("group")
-        if group is not None or calls:
+        if group is not None or calls or select.args.get("having") is not None:  # HAVING alone: a global aggregate
             group_exprs = list(group.expressions) if group is not None else []
             for g in group_exprs:
                 if contains_subquery(g):

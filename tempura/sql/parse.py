@@ -155,6 +155,9 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
     reject_unsupported(tree, sql)
     check_tables(tree, schemas, sql)
     lowered: dict[str, object] = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schemas.items()}
+    for join in tree.find_all(exp.Join):
+        if join.args.get("using"):
+            join.meta["using"] = [i.name.lower() for i in join.args["using"]]
     try:
         qualified = qualify(
             tree,
@@ -179,9 +182,39 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
                 line, column = position_of(mention, sql)
             message = f"unknown column {name}" + _suggestion(name, tree, lowered)
         raise BindError(message[0].lower() + message[1:] if message else "cannot resolve query", line, column) from None
+    _merge_using_keys(qualified)
     annotated = SparkDecimals(schema=ensure_schema(lowered, dialect=dialect)).annotate(qualified)
     assert isinstance(annotated, exp.Query)
     return annotated
+
+
+def _merge_using_keys(tree: exp.Expr) -> None:
+    """A chain of USING joins joins each next relation on the key merged so far, as Spark does: the
+    left key of an inner or left join, the right key of a right join, and ``COALESCE(left, right)``
+    of a full one. sqlglot's qualification writes each USING as an equality with the key of the
+    first relation holding it, which is that only while no right or full join came before."""
+    for select in tree.find_all(exp.Select):
+        merged: dict[str, exp.Expr] = {}
+        for join in select.args.get("joins") or []:
+            using = join.meta.get("using")
+            on = join.args.get("on")
+            if not using or on is None:
+                continue
+            equalities = [e for e in on.flatten() if isinstance(e, exp.EQ)] if isinstance(on, exp.And) else [on]
+            if len(equalities) != len(using) or not all(isinstance(e, exp.EQ) for e in equalities):
+                continue
+            side = (join.side or "").upper()
+            for name, equality in zip(using, equalities):
+                left, right = equality.this, equality.expression
+                if name in merged:
+                    left = merged[name].copy()
+                    equality.set("this", left)
+                if side == "RIGHT":
+                    merged[name] = right.copy()
+                elif side == "FULL":
+                    merged[name] = exp.Coalesce(this=left.copy(), expressions=[right.copy()])
+                else:
+                    merged[name] = left.copy()
 
 
 _UNKNOWN_COLUMN = re.compile(r"Unknown column: ([\w$]+)|Column '([^']+)' could not be resolved", re.IGNORECASE)
