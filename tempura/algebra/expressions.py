@@ -64,3 +64,41 @@ def substitute(expression: exp.Expr, mapping: Mapping[str, exp.Expr]) -> exp.Exp
         return node
 
     return expression.transform(replace)
+
+
+# Operators whose operands Spark's canonical form orders (``a + b`` is ``b + a``).
+COMMUTATIVE: tuple[type[exp.Expr], ...] = (exp.Add, exp.Mul, exp.And, exp.Or, exp.EQ, exp.NEQ, exp.NullSafeEQ,
+                                           exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor)
+
+
+def canonical(expression: exp.Expr) -> exp.Expr:
+    """``expression`` as Spark compares expressions for equality (its ``canonicalized`` form, as
+    far as tempura needs it): parentheses dropped, and the operands of a chain of one commutative
+    operator (``a + b + c``) in one order. Two expressions with equal canonical forms compute the
+    same value: a grouping key written ``a + b`` and ``b + a`` is one key."""
+    tree = expression.copy()
+    for node in reversed(list(tree.dfs())):  # each node after everything beneath it
+        if isinstance(node, exp.Paren) and node.parent is not None:
+            node.replace(node.this)
+    tree = tree.unnest() if isinstance(tree, exp.Paren) else tree
+    for node in reversed(list(tree.dfs())):
+        kind = type(node)
+        if kind not in COMMUTATIVE or type(node.parent) is kind:
+            continue
+        operands: list[exp.Expr] = []
+        stack: list[exp.Expr] = [node]
+        while stack:
+            top = stack.pop()
+            if type(top) is kind:
+                stack += [top.expression, top.this]
+            else:
+                operands.append(top)
+        operands.sort(key=repr)  # the tree, not its text: the text of a tree without parentheses is ambiguous
+        rebuilt = operands[0]
+        for operand in operands[1:]:
+            rebuilt = kind(this=rebuilt, expression=operand)
+        if node is tree:
+            tree = rebuilt
+        else:
+            node.replace(rebuilt)
+    return tree

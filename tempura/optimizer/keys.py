@@ -119,10 +119,10 @@ def _conjunct_texts(join: Join) -> list[str]:
     out = []
     for c in conjuncts(join.condition):
         if isinstance(c, (exp.EQ, exp.NullSafeEQ)):
-            sides = sorted((c.this.sql(), c.expression.sql()))
+            sides = sorted((c.this.sql(dialect="spark"), c.expression.sql(dialect="spark")))
             out.append(f"{type(c).__name__}({sides[0]}, {sides[1]})")
         else:
-            out.append(c.sql())
+            out.append(c.sql(dialect="spark"))
     return out
 
 
@@ -135,7 +135,7 @@ def _payload(expr: LogicalPlan) -> str:
         if isinstance(value, LogicalPlan):
             return ""
         if isinstance(value, exp.Expr):
-            return value.sql()
+            return value.sql(dialect="spark")
         if isinstance(value, (tuple, list)):
             return "(" + ",".join(text(v) for v in value) + ")"
         if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -35,6 +35,7 @@ from tempura.algebra import (
 )
 from tempura.algebra.operators import Except, Intersect, Union
 from tempura.algebra.schema import UNKNOWN_TYPE
+from tempura.sql.dialect import TempuraSpark
 from tempura.sql.names import NameAllocator
 
 
@@ -350,4 +351,4 @@ def to_spark_sql(query: Query, pretty: bool = False, hints: Mapping[LogicalPlan,
     (``("BROADCAST", "right")``); each hinted side becomes one named relation of its query block
     so that the hint reaches exactly that join. A sort node may map to ``("COALESCE", "1")``: its
     input block is coalesced to one partition and sorted there."""
-    return SparkSqlGenerator(hints).generate(query).sql(dialect="spark", pretty=pretty)
+    return SparkSqlGenerator(hints).generate(query).sql(dialect=TempuraSpark, pretty=pretty)

@@ -49,6 +49,7 @@ from tempura.algebra import (
     substitute,
     validate_plan,
 )
+from tempura.algebra.expressions import canonical
 from tempura.algebra.schema import UNKNOWN_TYPE
 from tempura.errors import BindError
 from tempura.sql.grouping import bind_grouping_sets, uses_grouping_sets
@@ -491,17 +492,17 @@ class Binder:
         key_columns: dict[exp.Expr, str] = {}
         computed: list[Projection] = []
         for i, key in enumerate(keys):
-            if key in key_columns:
+            if canonical(key) in key_columns:
                 continue
             name = column_name(key)
             if name is not None and name in plan.schema:
-                key_columns[key] = name
+                key_columns[canonical(key)] = name
                 continue
             original = group_asts[i] if group_asts else key
             display = aliases.get(original, "group_key")
             field_ = Field(self.names.fresh(display), spark_type(original), True)
             computed.append(Projection(field_, key))
-            key_columns[key] = field_.name
+            key_columns[canonical(key)] = field_.name
         if computed:
             passthrough = tuple(Projection(f, col(f.name)) for f in plan.schema)
             plan = Project(plan, passthrough + tuple(computed))
@@ -510,13 +511,13 @@ class Binder:
         agg_calls: list[AggregateCall] = []
         for call in calls:
             resolved = self.resolve(call, scope)
-            if resolved in call_columns:
+            if canonical(resolved) in call_columns:
                 continue
             inner = call.this if isinstance(call, exp.Filter) else call
             display = aliases.get(call, inner.key)
             nullable = not isinstance(inner, exp.Count)
             field_ = Field(self.names.fresh(display), aggregate_type(call), nullable)
-            call_columns[resolved] = field_.name
+            call_columns[canonical(resolved)] = field_.name
             agg_calls.append(AggregateCall(field_, resolved))
         input_columns = frozenset(plan.schema.names)
         aggregate = Aggregate(plan, tuple(dict.fromkeys(key_columns.values())), tuple(agg_calls))
@@ -525,10 +526,11 @@ class Binder:
             resolved = self.resolve(node, scope)
 
             def replace(n: exp.Expr) -> exp.Expr:
-                if n in call_columns:
-                    return col(call_columns[n])
-                if n in key_columns:
-                    return col(key_columns[n])
+                key = canonical(n)  # as Spark matches them: `b + a` is the key `a + b`
+                if key in call_columns:
+                    return col(call_columns[key])
+                if key in key_columns:
+                    return col(key_columns[key])
                 return n
 
             result = resolved.transform(replace)

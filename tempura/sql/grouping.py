@@ -55,6 +55,7 @@ from tempura.algebra import (
     column_name,
 )
 from tempura.algebra.decompose import bag_partials, decimal_shape, decomposable, finalize, merged_partials
+from tempura.algebra.expressions import canonical
 from tempura.algebra.schema import UNKNOWN_TYPE, Schema
 from tempura.errors import BindError, UnsupportedQuery
 from tempura.sql.parse import position_of, unsupported
@@ -209,16 +210,16 @@ def bind_grouping_sets(
     computed: list[Projection] = []
     for node in written:
         key = resolved(node)
-        if key in key_columns:
+        if canonical(key) in key_columns:  # `a + b` and `b + a` are one grouping column, as in Spark
             continue
         name = column_name(key)
         if name is not None and name in plan.schema:
-            key_columns[key] = name
+            key_columns[canonical(key)] = name
             continue
         original = node if not (isinstance(node, exp.Literal) and not node.is_string) else key
         field_ = Field(binder.names.fresh(aliases.get(node, "group_key")), spark_type(original), True)
         computed.append(Projection(field_, key))
-        key_columns[key] = field_.name
+        key_columns[canonical(key)] = field_.name
     if computed:
         plan = Project(plan, tuple(Projection(f, col(f.name)) for f in plan.schema) + tuple(computed))
     grouping_columns = list(key_columns)
@@ -226,7 +227,7 @@ def bind_grouping_sets(
     for s in sets:
         columns = []
         for node in s:
-            key = resolved(node)
+            key = canonical(resolved(node))
             if key not in key_columns:
                 raise binder.bind_error(f"{node.sql(dialect='spark')} of GROUPING SETS is not in the GROUP BY list", node)
             columns.append(key_columns[key])
@@ -273,8 +274,9 @@ def bind_grouping_sets(
                 return col(functions[n].column)
             if n in union_calls:
                 return col(union_calls[n])
-            if n in union_keys:
-                return col(union_keys[n])
+            key = canonical(n)
+            if key in union_keys:
+                return col(union_keys[key])
             return n
 
         result = binder.resolve(node, scope).transform(replace)
@@ -301,12 +303,12 @@ def _function_values(
         arguments = list(resolved_call.expressions)
         if len(arguments) != 1:
             raise binder.bind_error(f"{text} takes one column", call)
-        if arguments[0] not in key_columns:
+        if canonical(arguments[0]) not in key_columns:
             raise binder.bind_error(f"the column of {text} is not a grouping column", call)
-        name = key_columns[arguments[0]]
+        name = key_columns[canonical(arguments[0])]
         return [0 if name in columns else 1 for columns in set_columns]
     arguments = list(resolved_call.expressions)
-    if arguments and arguments != grouping_columns:
+    if arguments and [canonical(a) for a in arguments] != grouping_columns:
         raise binder.bind_error(f"the columns of {text} must be the grouping columns, in order", call)
     names = [key_columns[g] for g in grouping_columns]
     return [

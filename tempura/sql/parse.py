@@ -20,6 +20,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import ensure_schema
 
 from tempura.errors import BindError, SqlSyntaxError, UnsupportedQuery
+from tempura.sql.dialect import read_dialect
 from tempura.sql.scope import aggregate_type, decimal_of
 
 TableSchemas = Mapping[str, Mapping[str, str]]
@@ -87,7 +88,7 @@ def tables_named(sql: str, dialect: str = "spark") -> set[str] | None:
 def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
     """Parse one query statement."""
     try:
-        parsed = sqlglot.parse(sql, read=dialect)
+        parsed = sqlglot.parse(sql, read=read_dialect(dialect))
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         description = _readable(first.get("description") or str(error).splitlines()[0])
@@ -155,6 +156,10 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
     reject_unsupported(tree, sql)
     check_tables(tree, schemas, sql)
     lowered: dict[str, object] = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schemas.items()}
+    if not any("grouping__id" in {c.lower() for c in cols} for cols in schemas.values()):
+        for column in list(tree.find_all(exp.Column)):  # Hive's virtual column, which Spark reads as grouping_id()
+            if not column.table and column.name.lower() == "grouping__id":
+                column.replace(exp.GroupingId())
     for join in tree.find_all(exp.Join):
         if join.args.get("using"):
             join.meta["using"] = [i.name.lower() for i in join.args["using"]]

@@ -637,7 +637,7 @@ _FIELDS: dict[type[exp.Expr], tuple[str, float]] = {
 def _unit(node: exp.Expr | None) -> str | None:
     if node is None:
         return None
-    text = (node.name if isinstance(node, (exp.Var, exp.Literal)) else node.sql()).strip("'").lower()
+    text = (node.name if isinstance(node, (exp.Var, exp.Literal)) else node.sql(dialect="spark")).strip("'").lower()
     text = _UNIT_NAMES.get(text, text.rstrip("s") if text.endswith("s") and text != "s" else text)
     return text if text in _UNIT_SECONDS else None
 

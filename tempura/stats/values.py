@@ -100,12 +100,12 @@ def constant(expression: exp.Expr) -> tuple[Value, Kind | None]:
     literal carries no type: a bare number or string). Raises :class:`NotConstant`."""
     node = expression
     if node.find(exp.Column) is not None or node.find(exp.Subquery) is not None:
-        raise NotConstant(node.sql())
+        raise NotConstant(node.sql(dialect="spark"))
     if not isinstance(node, (exp.Literal, exp.Null, exp.Boolean)):
         try:
             node = simplify(node.copy())
         except (SqlglotError, ValueError, TypeError, ArithmeticError):
-            raise NotConstant(node.sql()) from None
+            raise NotConstant(node.sql(dialect="spark")) from None
     return _read(node)
 
 
@@ -124,7 +124,7 @@ def _read(node: exp.Expr) -> tuple[Value, Kind | None]:
         value, kind = _read(node.this)
         if isinstance(value, float):
             return -value, kind
-        raise NotConstant(node.sql())
+        raise NotConstant(node.sql(dialect="spark"))
     if isinstance(node, (exp.Cast, exp.TryCast)):
         value, _ = _read(node.this)
         kind = _type_kind(node.to)
@@ -135,7 +135,7 @@ def _read(node: exp.Expr) -> tuple[Value, Kind | None]:
         if kind == "string":
             return str(value) if not isinstance(value, float) else _number_text(value), kind
         return value, kind
-    raise NotConstant(node.sql())
+    raise NotConstant(node.sql(dialect="spark"))
 
 
 def _number_text(value: float) -> str:
