@@ -70,3 +70,22 @@ def test_case_equals_spark(session: Session, sql: str) -> None:
     outcome = compare_results([tuple(r) for r in expected.collect()], [tuple(r) for r in actual.collect()],
                               query.ordered, query.order_keys)
     assert outcome.equal, outcome.reason
+
+
+@pytest.mark.parametrize("sql, error_class", [
+    ("SELECT a FROM t GROUP BY a HAVING grouping__id >= 0", "UNSUPPORTED_GROUPING_EXPRESSION"),
+    ("SELECT nope FROM t", "UNRESOLVED_COLUMN"),
+    ("SELECT a FROM t WHERE a = ANY (SELECT a FROM t)", "PARSE_SYNTAX_ERROR"),
+])
+def test_what_spark_rejects_is_refused_in_one_line_with_its_error_class(session: Session, sql: str,
+                                                                        error_class: str) -> None:
+    from pyspark.errors import PySparkException
+
+    from tempura.errors import SqlError
+
+    with pytest.raises(PySparkException):
+        session.spark.sql(sql).collect()
+    with pytest.raises(SqlError) as raised:
+        session.sql(sql)
+    message = str(raised.value)
+    assert error_class in message and "\n" not in message, message

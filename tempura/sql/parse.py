@@ -152,7 +152,11 @@ _LOCATION = re.compile(r"Line:\s*(\d+),\s*Col:\s*(\d+)")
 
 
 def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str = "spark") -> exp.Query:
-    """Qualify and type-annotate ``tree`` against the catalog ``schemas`` (sqlglot passes)."""
+    """Qualify and type-annotate ``tree`` against the catalog ``schemas`` (sqlglot passes), with
+    Spark's shorthands written out first (:mod:`tempura.sql.desugar`)."""
+    from tempura.sql.desugar import desugar
+
+    desugar(tree, schemas)
     reject_unsupported(tree, sql)
     check_tables(tree, schemas, sql)
     lowered: dict[str, object] = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schemas.items()}

@@ -1,0 +1,140 @@
+"""Spark SQL's shorthands, written out in the constructs they stand for before the query is bound.
+
+Each rewrite is the one Spark's own analyzer makes, so the bound plan computes what Spark does:
+
+- **Boolean aggregates.** ``bool_and``, ``every`` are ``min`` of a boolean, and ``bool_or``,
+  ``some``, ``any`` are ``max`` (Spark replaces them so at analysis).
+- **Named windows.** ``OVER w`` and ``OVER (w ROWS …)`` take the partitioning, order and frame of
+  ``WINDOW w AS (…)``; a definition may build on an earlier one.
+- **Constant LIMIT and OFFSET expressions** (``LIMIT 2 + 1``) are folded to their number.
+- **NATURAL JOIN** is a join ``USING`` the columns both sides have, where the sides are tables of
+  the catalog (the columns of other relations are not known before binding).
+
+The result names are still Spark's: they come from Spark's analysis of the query as written.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from sqlglot import exp
+from sqlglot.optimizer.simplify import simplify
+
+_MIN_OF_BOOLEAN = ("bool_and", "every")
+_MAX_OF_BOOLEAN = ("bool_or", "some", "any")
+
+
+def desugar(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> exp.Expr:
+    """``tree`` (changed in place, and returned) with the shorthands of the module docstring written out."""
+    for node in list(tree.find_all(exp.LogicalAnd, exp.LogicalOr, exp.Anonymous, exp.Any)):
+        replaced = _boolean_aggregate(node)
+        if replaced is not None:
+            node.replace(replaced)
+    for select in list(tree.find_all(exp.Select)):
+        _inline_windows(select)
+        _fold_limits(select)
+        _natural_joins(select, schemas)
+    return tree
+
+
+def _boolean_aggregate(node: exp.Expr) -> exp.Expr | None:
+    if isinstance(node, exp.LogicalAnd):
+        return exp.Min(this=node.this)
+    if isinstance(node, exp.LogicalOr):
+        return exp.Max(this=node.this)
+    if isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
+        name = str(node.this).lower()
+        if name in _MIN_OF_BOOLEAN:
+            return exp.Min(this=node.expressions[0])
+        if name in _MAX_OF_BOOLEAN:
+            return exp.Max(this=node.expressions[0])
+    if isinstance(node, exp.Any) and not isinstance(node.parent, (exp.Predicate, exp.Binary)):
+        argument = node.this.unnest() if isinstance(node.this, exp.Paren) else node.this
+        if not isinstance(argument, (exp.Query, exp.Subquery)):
+            return exp.Max(this=argument)
+    return None
+
+
+def _inline_windows(select: exp.Select) -> None:
+    definitions = select.args.get("windows")
+    if not definitions:
+        return
+    named: dict[str, exp.Window] = {}
+    for definition in definitions:
+        named[definition.name.lower()] = _resolved(definition, named)
+    for window in list(select.find_all(exp.Window)):
+        if window.parent is select and window in definitions:
+            continue
+        reference = window.args.get("alias")
+        if reference is None or window.args.get("partition_by") or window.args.get("order"):
+            continue
+        base = named.get(reference.name.lower())
+        if base is None:
+            continue
+        window.set("alias", None)
+        for key in ("partition_by", "order"):
+            if base.args.get(key):
+                window.set(key, base.args[key].copy() if isinstance(base.args[key], exp.Expr)
+                           else [e.copy() for e in base.args[key]])
+        if window.args.get("spec") is None and base.args.get("spec") is not None:
+            window.set("spec", base.args["spec"].copy())
+    select.set("windows", None)
+
+
+def _resolved(definition: exp.Window, named: Mapping[str, exp.Window]) -> exp.Window:
+    """A window definition with the one it builds on (``WINDOW w2 AS (w1 ORDER BY x)``) merged in."""
+    resolved = definition.copy()
+    base_name = definition.args.get("alias")
+    base = named.get(base_name.name.lower()) if isinstance(base_name, exp.Identifier) else None
+    if base is not None:
+        for key in ("partition_by", "order", "spec"):
+            if not resolved.args.get(key) and base.args.get(key):
+                value = base.args[key]
+                resolved.set(key, value.copy() if isinstance(value, exp.Expr) else [e.copy() for e in value])
+    return resolved
+
+
+def _fold_limits(select: exp.Select) -> None:
+    for key in ("limit", "offset"):
+        clause = select.args.get(key)
+        if clause is None:
+            continue
+        value = clause.args.get("expression")
+        if value is None or isinstance(value, exp.Literal) or value.find(exp.Column, exp.Subquery):
+            continue
+        folded = simplify(value.copy())
+        if isinstance(folded, exp.Literal) and not folded.is_string:
+            clause.set("expression", folded)
+
+
+def _natural_joins(select: exp.Select, schemas: Mapping[str, Mapping[str, str]]) -> None:
+    joins = select.args.get("joins") or []
+    if not any((j.args.get("method") or "").upper() == "NATURAL" for j in joins):
+        return
+    lowered = {t.lower(): [c.lower() for c in cols] for t, cols in schemas.items()}
+    from_ = select.args.get("from_") or select.args.get("from")
+    relations = [from_.this] if from_ is not None else []
+    seen: list[str] = []
+    for relation in relations:
+        columns = _table_columns(relation, lowered)
+        if columns is None:
+            return
+        seen += [c for c in columns if c not in seen]
+    for join in joins:
+        columns = _table_columns(join.this, lowered)
+        if columns is None:
+            return
+        if (join.args.get("method") or "").upper() == "NATURAL":
+            common = [c for c in seen if c in columns]
+            join.set("method", None)
+            if common:
+                join.set("using", [exp.to_identifier(c) for c in common])
+            elif not join.side:
+                join.set("kind", "CROSS")
+        seen += [c for c in columns if c not in seen]
+
+
+def _table_columns(relation: exp.Expr, schemas: Mapping[str, list[str]]) -> list[str] | None:
+    if isinstance(relation, exp.Table) and not relation.args.get("db") and relation.name.lower() in schemas:
+        return schemas[relation.name.lower()]
+    return None
