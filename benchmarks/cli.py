@@ -776,3 +776,20 @@ def bench_faults(kills: int, pairs: int, seed: int, scale: float, scenarios: tup
     click.echo("wrote " + ", ".join(report["files"]))
     failed = totals["wrong"] + totals["lost"] + totals["rerun_failed"] + totals["pairs_failed"]
     sys.exit(1 if failed else 0)
+
+
+@bench.command("fidelity")
+@click.option("--queries", default=1000, show_default=True, type=click.IntRange(min=1), help="Random queries.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the schemas, data and queries.")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workdir", default=".tempura/bench/fidelity", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_fidelity(queries: int, seed: int, out: str, workdir: str) -> None:
+    """Random schemas, data and queries, each run by tempura and by spark.sql: equal, wrong, crash
+    and refused per construct (names, types and the bag of rows compared). Exits 1 on a wrong
+    answer or a crash."""
+    from benchmarks import fidelity
+
+    summary = fidelity.bench(queries, seed, Path(out), Path(workdir).resolve())
+    click.echo(f"wrote {Path(out) / 'fidelity.json'}")
+    sys.exit(1 if summary["outcomes"]["wrong"] or summary["outcomes"]["crash"] else 0)

@@ -9,6 +9,9 @@ Each rewrite is the one Spark's own analyzer makes, so the bound plan computes w
 - **Constant LIMIT and OFFSET expressions** (``LIMIT 2 + 1``) are folded to their number.
 - **NATURAL JOIN** is a join ``USING`` the columns both sides have, where the sides are tables of
   the catalog (the columns of other relations are not known before binding).
+- **Repeated names in a derived table or CTE** (``SELECT a AS x, a AS x``) stay two columns: the
+  second is renamed inside, so a star over it expands to both, as Spark's does. Spark rejects any
+  reference to such a name by itself as ambiguous, so no reference changes meaning.
 
 The result names are still Spark's: they come from Spark's analysis of the query as written.
 """
@@ -30,11 +33,37 @@ def desugar(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> exp.Exp
         replaced = _boolean_aggregate(node)
         if replaced is not None:
             node.replace(replaced)
+    for relation in list(tree.find_all(exp.Subquery, exp.CTE)):
+        _unique_names(relation.this)
     for select in list(tree.find_all(exp.Select)):
         _inline_windows(select)
         _fold_limits(select)
         _natural_joins(select, schemas)
     return tree
+
+
+def _unique_names(query: exp.Expr) -> None:
+    select = query
+    while isinstance(select, exp.SetOperation):
+        select = select.this  # a set operation's names are its first branch's
+    if not isinstance(select, exp.Select) or any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and
+                                                                              isinstance(i.this, exp.Star))
+                                                 for i in select.expressions):
+        return
+    taken = {i.alias_or_name.lower() for i in select.expressions}
+    seen: set[str] = set()
+    for item in select.expressions:
+        name = item.alias_or_name
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            continue
+        k = 2
+        while f"{name}__{k}".lower() in taken:
+            k += 1
+        fresh = f"{name}__{k}"
+        taken.add(fresh.lower())
+        seen.add(fresh.lower())
+        item.replace(exp.alias_(item.unalias() if isinstance(item, exp.Alias) else item.copy(), fresh))
 
 
 def _boolean_aggregate(node: exp.Expr) -> exp.Expr | None:

@@ -22,6 +22,7 @@ Spark reads the same expression back:
   of the negative number, not as the negation of a cast that overflows.
 - **A doubled quote inside a string literal** is a quote, as Spark reads it: ``'EEE ''x'' d'`` is
   the pattern ``EEE 'x' d``, not the concatenation of three literals.
+- **Grouping elements** may be any expression (``ROLLUP (x IS NOT NULL)``), not only an operand.
 - ``localtimestamp()`` is printed with its parentheses: Spark reads the bare word as a column.
 """
 
@@ -100,6 +101,19 @@ class TempuraSpark(Spark):
             **SparkParser.UNARY_PARSERS,
             TokenType.PLUS: lambda self: exp.Anonymous(this="positive", expressions=[self._parse_unary()]),
         }
+
+        # Spark's ROLLUP, CUBE and GROUPING SETS take any expression (``ROLLUP (x IS NOT NULL)``).
+        def _parse_cube_or_rollup(self, with_prefix: bool = False) -> exp.Cube | exp.Rollup | None:
+            if self._match(TokenType.CUBE):
+                kind: type[exp.Cube | exp.Rollup] = exp.Cube
+            elif self._match(TokenType.ROLLUP):
+                kind = exp.Rollup
+            else:
+                return None
+            return self.expression(kind(expressions=[] if with_prefix else self._parse_wrapped_csv(self._parse_disjunction)))
+
+        def _parse_grouping_set(self) -> exp.Expr | None:
+            return self._parse_grouping_sets() or self._parse_cube_or_rollup() or self._parse_disjunction()
 
     class Generator(SparkGenerator):
         TRANSFORMS = {**SparkGenerator.TRANSFORMS, exp.Localtimestamp: lambda self, e: "LOCALTIMESTAMP()"}
