@@ -783,13 +783,15 @@ def bench_faults(kills: int, pairs: int, seed: int, scale: float, scenarios: tup
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the schemas, data and queries.")
 @click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--workdir", default=".tempura/bench/fidelity", show_default=True, type=click.Path(file_okay=False))
+@click.option("--standing", is_flag=True, help="Standing queries instead: the random tables arrive over 3 time "
+              "points, each query simulated under every method, every delivery checked.")
 @user_errors
-def bench_fidelity(queries: int, seed: int, out: str, workdir: str) -> None:
+def bench_fidelity(queries: int, seed: int, out: str, workdir: str, standing: bool) -> None:
     """Random schemas, data and queries, each run by tempura and by spark.sql: equal, wrong, crash
     and refused per construct (names, types and the bag of rows compared). Exits 1 on a wrong
     answer or a crash."""
     from benchmarks import fidelity
 
-    summary = fidelity.bench(queries, seed, Path(out), Path(workdir).resolve())
-    click.echo(f"wrote {Path(out) / 'fidelity.json'}")
+    summary = fidelity.bench(queries, seed, Path(out), Path(workdir).resolve(), standing)
+    click.echo(f"wrote {Path(out) / ('fidelity-standing.json' if standing else 'fidelity.json')}")
     sys.exit(1 if summary["outcomes"]["wrong"] or summary["outcomes"]["crash"] else 0)

@@ -13,6 +13,9 @@ the comparison is of answers, not of errors.
   filters; ``IN``/``EXISTS``/scalar subqueries, correlated or not; ``GROUP BY`` with ``HAVING``,
   ``ROLLUP``, ``CUBE`` and ``GROUPING SETS``; window functions; ``DISTINCT``; set operations;
   ``ORDER BY`` with ``LIMIT``; CTEs and derived tables; and Spark's built-in functions by type.
+- **Standing queries** (``--standing``): the random tables' rows arrive over three time points
+  (an ``arrived_at`` column), and each query is simulated under every method, every delivered
+  time point compared with ``spark.sql`` on its snapshot.
 - **Outcomes.** ``equal`` (names, types and rows), ``wrong`` (any difference), ``crash`` (an
   error that is not a one-line refusal: a Python exception, ``InternalError``, a plan Spark
   rejected), ``refused`` (tempura's one-line refusal of a construct it does not plan), and
@@ -461,8 +464,8 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
     }
 
 
-def bench(queries: int, seed: int, out: Path, workdir: Path) -> dict[str, Any]:
-    """``tempura bench fidelity``: the run, its summary written to ``out``."""
+def bench(queries: int, seed: int, out: Path, workdir: Path, standing: bool = False) -> dict[str, Any]:
+    """``tempura bench fidelity [--standing]``: the run, its summary written to ``out``."""
     import json
 
     from rich.console import Console
@@ -475,13 +478,15 @@ def bench(queries: int, seed: int, out: Path, workdir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     with Progress(transient=True) as bar:
         task = bar.add_task("queries", total=queries)
-        outcomes = run(queries, seed, spark, workdir, progress=lambda n: bar.update(task, completed=n))
+        runner = run_standing if standing else run
+        outcomes = runner(queries, seed, spark, workdir, progress=lambda n: bar.update(task, completed=n))
     summary = summarize(outcomes)
     summary["seed"] = seed
     summary["seconds"] = round(time.perf_counter() - started, 1)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "fidelity.json").write_text(json.dumps(summary, indent=2))
-    table = RichTable(title=f"Spark fidelity: {queries} random queries, seed {seed}")
+    (out / ("fidelity-standing.json" if standing else "fidelity.json")).write_text(json.dumps(summary, indent=2))
+    kind = "standing queries × every method" if standing else "queries"
+    table = RichTable(title=f"Spark fidelity: {queries} random {kind}, seed {seed}")
     table.add_column("construct")
     for k in OUTCOMES:
         table.add_column(k, justify="right")
@@ -493,3 +498,85 @@ def bench(queries: int, seed: int, out: Path, workdir: Path) -> dict[str, Any]:
     for failure in summary["failures"][:20]:
         console.print(f"[bold]{failure['outcome']}[/bold] {failure['sql']}\n    {failure['detail']}")
     return summary
+
+
+STANDING_METHODS = ("auto", "batch", "ivm", "streaming", "ojv", "higher-order")
+POINTS = 3
+
+
+def run_standing(queries: int, seed: int, spark: Any, workdir: Path, methods: tuple[str, ...] = STANDING_METHODS,
+                 per_schema: int = 5, progress: Callable[[int], None] | None = None) -> list[Outcome]:
+    """``queries`` random standing queries: each random table's rows arrive over :data:`POINTS`
+    time points (by an ``arrived_at`` column), and each query is simulated under every one of
+    ``methods``, every delivered time point compared with ``spark.sql`` on its snapshot. One
+    :class:`Outcome` per query and method (``refused``: the method, or tempura, does not plan
+    it)."""
+    import tempura
+    from tempura.errors import TempuraError, UnsupportedQuery
+
+    rng = random.Random(seed)
+    outcomes: list[Outcome] = []
+    done = 0
+    schema_index = 0
+    while done < queries:
+        tables = random_tables(rng)
+        folder = workdir / f"standing{schema_index}"
+        schema_index += 1
+        _arriving(spark, tables, folder, rng)
+        generator = QueryGenerator(rng, tables)
+        for _ in range(min(per_schema, queries - done)):
+            g = generator.query()
+            done += 1
+            spec = _standing_spec(folder, f"q{done}", g.sql, tables)
+            query = tempura.StandingQuery(spec, folder / ".tempura")
+            try:
+                references = query.references()
+            except TempuraError as error:
+                outcomes += [Outcome(g.sql, "spark-rejects", g.constructs | {m}, str(error)) for m in methods]
+                continue
+            for method in methods:
+                tags = g.constructs | {f"method {method}"}
+                try:
+                    trial = query.simulate(method, check=True, references=references)
+                except UnsupportedQuery as error:
+                    outcomes.append(Outcome(g.sql, "refused", tags, f"{method}: {error}"))
+                    continue
+                except TempuraError as error:
+                    kind = "spark-rejects" if "Spark rejects the query" in str(error) else "refused"
+                    outcomes.append(Outcome(g.sql, kind, tags, f"{method}: {str(error).splitlines()[0][:300]}"))
+                    continue
+                except Exception as error:  # noqa: BLE001 - every other failure is a crash to report
+                    outcomes.append(Outcome(g.sql, "crash", tags,
+                                            f"{method}: {type(error).__name__}: {str(error).splitlines()[0][:300]}"))
+                    continue
+                wrong = [p.index for p in trial.points if p.delivered and not p.correct]
+                outcomes.append(Outcome(g.sql, "wrong" if wrong else "equal", tags,
+                                        f"{method}: wrong at time points {wrong}" if wrong else ""))
+            if progress is not None:
+                progress(done)
+    return outcomes
+
+
+def _arriving(spark: Any, tables: list[Table], folder: Path, rng: random.Random) -> None:
+    """Each table's rows, each with the time it arrives at (within one of the time points'
+    intervals), as parquet under ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    start = dt.datetime(2026, 1, 1)
+    for table in tables:
+        rows = [row + (start + dt.timedelta(minutes=30 + 60 * rng.randrange(POINTS)),) for row in table.rows]
+        schema = ", ".join(f"{c} {t}" for c, t in table.columns) + ", arrived_at timestamp"
+        spark.createDataFrame(rows, schema).write.mode("overwrite").parquet(str(folder / table.name))
+
+
+def _standing_spec(folder: Path, name: str, sql: str, tables: list[Table]) -> Path:
+    spec = {
+        "name": name,
+        "query": sql,
+        "sources": {t.name: {"path": t.name, "format": "parquet", "arrival": {"column": "arrived_at"}} for t in tables},
+        "schedule": {"start": "2026-01-01T00:00:00", "every": "1h", "points": POINTS, "deliver": "every"},
+        "late": "reject",
+        "integrity": "trusted",
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path

@@ -39,3 +39,11 @@ def test_random_queries_equal_spark(spark: Any, tmp_path: Path, seed: int) -> No
     assert not bad, "\n".join(f"{f['outcome']}: {f['sql']}\n    {f['detail']}" for f in bad)
     counts = summary["outcomes"]
     assert counts["equal"] >= 80, counts  # the sample compares answers, not Spark's errors
+
+
+def test_a_random_standing_query_is_delivered_right_under_every_method(spark: Any, tmp_path: Path) -> None:
+    outcomes = fidelity.run_standing(1, 5, spark, tmp_path)
+    assert len(outcomes) == len(fidelity.STANDING_METHODS)
+    bad = [o for o in outcomes if o.outcome in ("wrong", "crash")]
+    assert not bad, "\n".join(f"{o.outcome}: {o.sql}\n    {o.detail}" for o in bad)
+    assert any(o.outcome == "equal" for o in outcomes), [(o.outcome, o.detail) for o in outcomes]
