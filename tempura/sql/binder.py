@@ -492,17 +492,18 @@ class Binder:
         key_columns: dict[exp.Expr, str] = {}
         computed: list[Projection] = []
         for i, key in enumerate(keys):
-            if canonical(key) in key_columns:
+            same = canonical(key)
+            if same in key_columns:
                 continue
             name = column_name(key)
             if name is not None and name in plan.schema:
-                key_columns[canonical(key)] = name
+                key_columns[same] = name
                 continue
             original = group_asts[i] if group_asts else key
             display = aliases.get(original, "group_key")
             field_ = Field(self.names.fresh(display), spark_type(original), True)
             computed.append(Projection(field_, key))
-            key_columns[canonical(key)] = field_.name
+            key_columns[same] = field_.name
         if computed:
             passthrough = tuple(Projection(f, col(f.name)) for f in plan.schema)
             plan = Project(plan, passthrough + tuple(computed))
@@ -511,13 +512,14 @@ class Binder:
         agg_calls: list[AggregateCall] = []
         for call in calls:
             resolved = self.resolve(call, scope)
-            if canonical(resolved) in call_columns:
+            same = canonical(resolved)
+            if same in call_columns:
                 continue
             inner = call.this if isinstance(call, exp.Filter) else call
             display = aliases.get(call, inner.key)
             nullable = not isinstance(inner, exp.Count)
             field_ = Field(self.names.fresh(display), aggregate_type(call), nullable)
-            call_columns[canonical(resolved)] = field_.name
+            call_columns[same] = field_.name
             agg_calls.append(AggregateCall(field_, resolved))
         input_columns = frozenset(plan.schema.names)
         aggregate = Aggregate(plan, tuple(dict.fromkeys(key_columns.values())), tuple(agg_calls))

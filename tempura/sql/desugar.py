@@ -6,6 +6,7 @@ Each rewrite is the one Spark's own analyzer makes, so the bound plan computes w
   ``some``, ``any`` are ``max`` (Spark replaces them so at analysis).
 - **Named windows.** ``OVER w`` and ``OVER (w ROWS …)`` take the partitioning, order and frame of
   ``WINDOW w AS (…)``; a definition may build on an earlier one.
+- **Hive's ``grouping__id``** is ``grouping_id()`` (unless a table has a column of that name).
 - **Constant LIMIT and OFFSET expressions** (``LIMIT 2 + 1``) are folded to their number.
 - **NATURAL JOIN** is a join ``USING`` the columns both sides have, where the sides are tables of
   the catalog (the columns of other relations are not known before binding).
@@ -33,6 +34,10 @@ def desugar(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> exp.Exp
         replaced = _boolean_aggregate(node)
         if replaced is not None:
             node.replace(replaced)
+    if not any("grouping__id" in {c.lower() for c in cols} for cols in schemas.values()):
+        for virtual in list(tree.find_all(exp.Column)):  # Hive's virtual column, which Spark reads as grouping_id()
+            if not virtual.table and virtual.name.lower() == "grouping__id":
+                virtual.replace(exp.GroupingId())
     for relation in list(tree.find_all(exp.Subquery, exp.CTE)):
         _unique_names(relation.this)
     for select in list(tree.find_all(exp.Select)):
@@ -77,7 +82,7 @@ def _boolean_aggregate(node: exp.Expr) -> exp.Expr | None:
             return exp.Min(this=node.expressions[0])
         if name in _MAX_OF_BOOLEAN:
             return exp.Max(this=node.expressions[0])
-    if isinstance(node, exp.Any) and not isinstance(node.parent, (exp.Predicate, exp.Binary)):
+    if isinstance(node, exp.Any) and not isinstance(node.parent, exp.Predicate):  # `x = ANY (…)` is a comparison
         argument = node.this.unnest() if isinstance(node.this, exp.Paren) else node.this
         if not isinstance(argument, (exp.Query, exp.Subquery)):
             return exp.Max(this=argument)

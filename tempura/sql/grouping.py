@@ -210,16 +210,17 @@ def bind_grouping_sets(
     computed: list[Projection] = []
     for node in written:
         key = resolved(node)
-        if canonical(key) in key_columns:  # `a + b` and `b + a` are one grouping column, as in Spark
+        same = canonical(key)
+        if same in key_columns:  # `a + b` and `b + a` are one grouping column, as in Spark
             continue
         name = column_name(key)
         if name is not None and name in plan.schema:
-            key_columns[canonical(key)] = name
+            key_columns[same] = name
             continue
         original = node if not (isinstance(node, exp.Literal) and not node.is_string) else key
         field_ = Field(binder.names.fresh(aliases.get(node, "group_key")), spark_type(original), True)
         computed.append(Projection(field_, key))
-        key_columns[canonical(key)] = field_.name
+        key_columns[same] = field_.name
     if computed:
         plan = Project(plan, tuple(Projection(f, col(f.name)) for f in plan.schema) + tuple(computed))
     grouping_columns = list(key_columns)
@@ -303,9 +304,9 @@ def _function_values(
         arguments = list(resolved_call.expressions)
         if len(arguments) != 1:
             raise binder.bind_error(f"{text} takes one column", call)
-        if canonical(arguments[0]) not in key_columns:
+        name = key_columns.get(canonical(arguments[0]))
+        if name is None:
             raise binder.bind_error(f"the column of {text} is not a grouping column", call)
-        name = key_columns[canonical(arguments[0])]
         return [0 if name in columns else 1 for columns in set_columns]
     arguments = list(resolved_call.expressions)
     if arguments and [canonical(a) for a in arguments] != grouping_columns:

@@ -160,10 +160,6 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
     reject_unsupported(tree, sql)
     check_tables(tree, schemas, sql)
     lowered: dict[str, object] = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schemas.items()}
-    if not any("grouping__id" in {c.lower() for c in cols} for cols in schemas.values()):
-        for virtual in list(tree.find_all(exp.Column)):  # Hive's virtual column, which Spark reads as grouping_id()
-            if not virtual.table and virtual.name.lower() == "grouping__id":
-                virtual.replace(exp.GroupingId())
     for join in tree.find_all(exp.Join):
         if join.args.get("using"):
             join.meta["using"] = [i.name.lower() for i in join.args["using"]]
