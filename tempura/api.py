@@ -72,7 +72,8 @@ class Session:
         spark = self.spark if self.catalog.needs_spark_for_schemas or self._spark is not None else None
         describe = analyzed_types(spark) if spark is not None else None  # Spark types what sqlglot cannot, once it runs
         result = spark_result(spark, text, self.dialect) if spark is not None else None
-        return parse_query(text, self.catalog.schemas(spark), self.dialect, describe, result)
+        analyze = (lambda part: spark_result(spark, part)) if spark is not None else None
+        return parse_query(text, self.catalog.schemas(spark), self.dialect, describe, result, analyze)
 
     def explain(self, text: str) -> str:
         """The printed logical plan of ``text``."""

@@ -29,6 +29,7 @@ from tempura.algebra.operators import (
     SortKey,
     Union,
     Values,
+    Opaque,
     Window,
     WindowCall,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "UNKNOWN_TYPE",
     "Union",
     "Values",
+    "Opaque",
     "Window",
     "WindowCall",
     "col",

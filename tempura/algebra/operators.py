@@ -214,6 +214,42 @@ class Values(LogicalPlan):
 
 
 @dataclass(frozen=True, eq=False)
+class Opaque(LogicalPlan):
+    """A part of the query tempura does not plan natively, run as the Spark SQL ``sql`` the user
+    wrote: Spark computes it, tempura prices it and plans around it.
+
+    ``inputs`` are the catalog tables ``sql`` reads, as scans of every column: the text's mention
+    of ``tables[i]`` reads ``inputs[i]``, whose columns are the table's ``read_columns[i]`` in
+    order, so a standing query's snapshot of the part is the text over its sources' snapshots. ``columns`` are the
+    columns of the text's result that the plan reads: ``source`` is the name Spark's analysis
+    gives the column (made unique: ``name__2``). ``reason`` says why it is opaque."""
+
+    sql: str
+    tables: tuple[str, ...]
+    reads: tuple[LogicalPlan, ...]
+    read_columns: tuple[tuple[str, ...], ...]
+    columns: tuple[ScanColumn, ...]
+    outputs: tuple[str, ...]
+    reason: str
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return self.reads
+
+    def with_inputs(self, *inputs: LogicalPlan) -> LogicalPlan:
+        if len(inputs) != len(self.reads):
+            raise TypeError(f"Opaque reads {len(self.reads)} inputs, not {len(inputs)}")
+        return self._replace(reads=tuple(inputs))  # type: ignore[arg-type]
+
+    def _derive_schema(self) -> Schema:
+        return Schema(tuple(c.field for c in self.columns))
+
+    def details(self) -> str:
+        cols = ", ".join(c.field.name if c.field.name == c.source else f"{c.field.name} := {c.source}" for c in self.columns)
+        return f"[{cols}] runs as Spark SQL: {self.reason}"
+
+
+@dataclass(frozen=True, eq=False)
 class Filter(Unary):
     """Keep the rows for which ``condition`` is true (not false, not null)."""
 

@@ -26,6 +26,9 @@ In the Hive seed's spirit, adapted to Spark:
   one copied out of its inputs' compiled code: ``row_copy · bytes``
   (:func:`SparkCosts.union_copy`). What lies beneath is a property of the physical plan
   (:attr:`~tempura.memo.properties.Props.union`), so the search adds it.
+- **Opaque part** (Spark SQL tempura does not plan natively): what its text does is not seen, so
+  it is priced as the work most such parts do: each input shuffled once, then every output row
+  assembled (:func:`SparkCosts.opaque`).
 - **State write / read** (kept intermediate results): ``Hw · bytes`` and ``Hr · bytes``.
 - **Stages**: a scan or state read (its stage, or its own tasks in a stage it shares with other
   reads), an exchange or gather (the stage reading it) and a state write (the job of the
@@ -71,6 +74,13 @@ class SparkCosts:
             rows=source.rows,
             stages=1,
         )
+
+    def opaque(self, sources: list[RelStats], out: RelStats) -> Cost:
+        """An opaque part: its inputs each shuffled once, and one pass over its output rows."""
+        total = Cost(cpu=self.k.cpu * out.rows, rows=out.rows)
+        for source in sources:
+            total = total + self.shuffle(source)
+        return total.with_rows(out.rows)
 
     def broadcast(self, source: RelStats) -> Cost:
         k = self.k

@@ -24,6 +24,7 @@ from tempura.algebra import (
     Limit,
     LogicalPlan,
     Project,
+    Opaque,
     Scan,
     SetOperation,
     Sort,
@@ -82,6 +83,8 @@ class PlanCost:
             return "FileScan", c.scan(out)
         if isinstance(plan, Values):
             return "LocalTableScan", Cost(rows=out.rows)
+        if isinstance(plan, Opaque):
+            return "Opaque", c.opaque([stats(i) for i in plan.inputs], out)
         if isinstance(plan, Filter):
             return "Filter", c.filter(stats(plan.input), out)
         if isinstance(plan, Project):

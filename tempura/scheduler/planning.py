@@ -497,7 +497,7 @@ def prepare(spec: Spec, spark: SparkSession | None = None, workdir: str | Locati
     result = accepted_by_spark(spec, spark, schemas) if spark is not None else None
     try:
         query = parse_query(spec.planning_sql, schemas, spec.dialect, analyzed_types(spark) if spark is not None else None,
-                            result)
+                            result, analyze=(lambda text: spark_result(spark, text, "spark", schemas)) if spark is not None else None)
     except SqlError as error:
         raise spec.sql_error(error.detail, error.line, error.column) from None
     root = as_location(workdir)

@@ -23,6 +23,7 @@ from tempura.algebra import (
     JoinKind,
     Limit,
     LogicalPlan,
+    Opaque,
     Project,
     Query,
     Repeat,
@@ -169,6 +170,25 @@ class SparkSqlGenerator:
     def _compile_scan(self, plan: Scan) -> Block:
         alias = self._aliases.fresh(plan.alias or plan.table)
         source = exp.Table(this=exp.to_identifier(plan.table), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        return Block(columns={c.field.name: exp.column(c.source, table=alias) for c in plan.columns}, source=source)
+
+    def _compile_opaque(self, plan: Opaque) -> Block:
+        """The part's text as it was written, with each mention of a table it reads replaced by
+        the plan's read of that table, as a derived table whose columns an alias list names
+        (Spark's own names may repeat, or be any text)."""
+        from tempura.sql.opaque import spliced
+
+        reads: dict[str, tuple[str, str | None]] = {}
+        for table, read, names in zip(plan.tables, plan.inputs, plan.read_columns):
+            view = read.table if isinstance(read, Scan) and tuple(c.source for c in read.columns) == names else None
+            block = self.compile(read)
+            if not block.is_open:
+                block = self._wrap(block)
+            block.set_select([(n, block.columns[f]) for n, f in zip(names, read.schema.names)])
+            reads[table] = (self._close(block).sql(dialect=TempuraSpark), view)
+        alias = self._aliases.fresh("o")
+        source = exp.Subquery(this=exp.Var(this=spliced(plan.sql, reads)),
+                              alias=exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(n) for n in plan.outputs]))
         return Block(columns={c.field.name: exp.column(c.source, table=alias) for c in plan.columns}, source=source)
 
     def _compile_values(self, plan: Values) -> Block:

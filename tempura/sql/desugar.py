@@ -10,6 +10,8 @@ Each rewrite is the one Spark's own analyzer makes, so the bound plan computes w
 - **Constant LIMIT and OFFSET expressions** (``LIMIT 2 + 1``) are folded to their number.
 - **NATURAL JOIN** is a join ``USING`` the columns both sides have, where the sides are tables of
   the catalog (the columns of other relations are not known before binding).
+- **A table alias with a column list** (``t AS w(x, y)``) is a derived table renaming the
+  table's columns: ``(SELECT a AS x, b AS y FROM t) AS w``.
 - **Repeated names in a derived table or CTE** (``SELECT a AS x, a AS x``) stay two columns: the
   second is renamed inside, so a star over it expands to both, as Spark's does. Spark rejects any
   reference to such a name by itself as ambiguous, so no reference changes meaning.
@@ -38,6 +40,7 @@ def desugar(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> exp.Exp
         for virtual in list(tree.find_all(exp.Column)):  # Hive's virtual column, which Spark reads as grouping_id()
             if not virtual.table and virtual.name.lower() == "grouping__id":
                 virtual.replace(exp.GroupingId())
+    _renamed_tables(tree, schemas)
     for relation in list(tree.find_all(exp.Subquery, exp.CTE)):
         _unique_names(relation.this)
     for select in list(tree.find_all(exp.Select)):
@@ -45,6 +48,22 @@ def desugar(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> exp.Exp
         _fold_limits(select)
         _natural_joins(select, schemas)
     return tree
+
+
+def _renamed_tables(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> None:
+    lowered = {t.lower(): [c for c in cols] for t, cols in schemas.items()}
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    for table in list(tree.find_all(exp.Table)):
+        alias = table.args.get("alias")
+        if not isinstance(alias, exp.TableAlias):
+            continue
+        names = list(alias.columns)
+        name = table.name.lower()
+        if not names or name in ctes or table.args.get("db") or name not in lowered or len(names) != len(lowered[name]):
+            continue
+        plain = exp.Table(this=table.this.copy())
+        select = exp.select(*(exp.alias_(exp.column(c), n.copy()) for c, n in zip(lowered[name], names))).from_(plain)
+        table.replace(exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias.name))))
 
 
 def _unique_names(query: exp.Expr) -> None:

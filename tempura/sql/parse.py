@@ -110,6 +110,9 @@ _UNSUPPORTED_NODES: tuple[tuple[type[exp.Expr], str], ...] = (
     (exp.Lateral, "LATERAL / LATERAL VIEW"),
     (exp.Unnest, "UNNEST"),
     (exp.Explode, "EXPLODE (generator function)"),
+    (exp.Inline, "INLINE (generator function)"),
+    (exp.Stack, "STACK (generator function)"),
+    (exp.WithinGroup, "WITHIN GROUP"),
     (exp.Pivot, "PIVOT / UNPIVOT"),
     (exp.TableSample, "TABLESAMPLE"),
     (exp.Qualify, "QUALIFY"),
@@ -118,12 +121,20 @@ _UNSUPPORTED_NODES: tuple[tuple[type[exp.Expr], str], ...] = (
 )
 
 
+_GENERATORS = {"json_tuple", "inline_outer", "stack", "explode_outer", "posexplode_outer"}
+"""Spark's generator functions sqlglot reads as plain calls."""
+
+
 def reject_unsupported(tree: exp.Expr, sql: str) -> None:
     """Raise :class:`UnsupportedQuery` at the first construct the binder cannot plan."""
     for node in tree.walk():
         for node_type, what in _UNSUPPORTED_NODES:
             if isinstance(node, node_type):
                 raise unsupported(what, node, sql)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in _GENERATORS:
+            raise unsupported(f"{node.name.upper()} (generator function)", node, sql)
+        if isinstance(node, exp.Window) and isinstance(node.this, exp.Filter):
+            raise unsupported("FILTER on a window aggregate", node, sql)
         if isinstance(node, exp.With) and node.args.get("recursive"):
             raise unsupported("WITH RECURSIVE", node, sql)
         if isinstance(node, exp.Join) and node.args.get("method"):

@@ -5,6 +5,7 @@ the memo calls once per group. :meth:`Estimator.estimate` walks a whole plan.
 
 The formulas, by operator (seeds: Spark ``002``, Hive ``001``, Beam ``000``):
 
+- **Opaque** (a part run as the user's Spark SQL): its inputs' rows together, every value distinct.
 - **Scan**: the table's statistics; without them, defaults from file sizes (and a note).
 - **Filter**: :mod:`tempura.stats.selectivity`; untouched columns keep the distinct values
   Cardenas' formula gives for the rows kept.
@@ -51,6 +52,7 @@ from tempura.algebra import (
     Limit,
     LogicalPlan,
     Project,
+    Opaque,
     Scan,
     SetOperation,
     Sort,
@@ -84,6 +86,8 @@ TableLookup = Callable[[str], TableStats]
 
 UNION_OVERLAP = 0.5
 EXCEPT_FACTOR = 0.5
+OPAQUE_ROWS = 1000.0
+"""Rows guessed for an opaque part that reads no table (a table-valued function)."""
 
 
 def blank_column(f: Field) -> ColumnStats:
@@ -132,6 +136,8 @@ class Estimator:
             return self._scan(plan)
         if isinstance(plan, Values):
             return self._values(plan)
+        if isinstance(plan, Opaque):
+            return self._opaque(plan, inputs)
         if isinstance(plan, Filter):
             return self._filter(plan, inputs[0])
         if isinstance(plan, Project):
@@ -201,6 +207,16 @@ class Estimator:
                 max=max(numbers) if numbers and base.kind in ORDERABLE and len(numbers) == len(nonnull) else None,
             )
         return RelStats(rows, row_size(plan.fields, columns), columns)
+
+    def _opaque(self, plan: Opaque, inputs: list[RelStats]) -> RelStats:
+        """An opaque part's output, which tempura cannot see into: as many rows as its inputs
+        together (a generator's or a pivot's factor unknown), every value distinct; a part that
+        reads no table (``range(…)``) is guessed at :data:`OPAQUE_ROWS`."""
+        rows = sum(i.rows for i in inputs) if inputs else OPAQUE_ROWS
+        columns = {c.field.name: blank_column(c.field).replace(ndv=max(rows, 1.0)) for c in plan.columns}
+        note = f"an opaque part ({plan.reason}): {rows:.0f} rows assumed, its inputs' together"
+        notes = tuple(n for i in inputs for n in i.notes) + (note,)
+        return RelStats(rows, row_size(plan.schema, columns), columns, {}, notes)
 
     # -- filter and project ------------------------------------------------------------
 

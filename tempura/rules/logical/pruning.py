@@ -10,9 +10,12 @@ keeps its whole schema.
 
 from __future__ import annotations
 
+import dataclasses
+
 from sqlglot import exp
 
 from tempura.algebra import (
+    Opaque,
     Aggregate,
     AggregateCall,
     Distinct,
@@ -98,6 +101,8 @@ def _needs(plan: LogicalPlan, required: frozenset[str]) -> list[frozenset[str]]:
         return [required]
     if isinstance(plan, (Distinct, SetOperation)):
         return [frozenset(child.schema.names) for child in plan.inputs]
+    if isinstance(plan, Opaque):  # its text reads the tables' columns by their names: all of them
+        return [frozenset(child.schema.names) for child in plan.inputs]
     raise TypeError(f"no pruning for {plan.operator}")
 
 
@@ -108,6 +113,9 @@ def _rebuild(plan: LogicalPlan, required: frozenset[str], inputs: list[LogicalPl
         return plan if len(kept) == len(plan.columns) else Scan(plan.table, kept, plan.alias)
     if isinstance(plan, Values):
         return plan
+    if isinstance(plan, Opaque):
+        kept = tuple(c for c in plan.columns if c.field.name in required) or plan.columns[:1]
+        return dataclasses.replace(plan, reads=tuple(inputs), columns=kept)
     if isinstance(plan, Filter):
         return Filter(inputs[0], plan.condition)
     if isinstance(plan, Project):

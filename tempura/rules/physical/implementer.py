@@ -43,6 +43,7 @@ from tempura.algebra import (
     LogicalPlan,
     PartialAggregate,
     Project,
+    Opaque,
     Scan,
     SetOperation,
     Sort,
@@ -74,6 +75,7 @@ from tempura.stats.relation import RelStats
 
 FILE_SCAN = Implementation("file-scan", "Scan", "A table as a scan of its files, reading the columns the plan needs.")
 LOCAL_TABLE_SCAN = Implementation("local-table-scan", "Values", "Literal rows as a local table.")
+OPAQUE = Implementation("opaque-spark-sql", "Opaque", "A part tempura does not plan natively, as the Spark SQL it was written in.")
 FILTER = Implementation("filter", "Filter", "σ_p(A) row by row, in place: keeps A's partitioning and order.")
 PROJECT = Implementation("project", "Project",
                          "π(A) row by row, in place: keeps A's partitioning and order, through the projection's renames.")
@@ -97,7 +99,7 @@ SINGLE_EXCHANGE = Implementation("single-exchange", "any group", "All rows in on
 BROADCAST_EXCHANGE = Implementation("broadcast-exchange", "any group", "A copy of all rows for every task (a hash join's build side).", True)
 LOCAL_SORT = Implementation("local-sort", "any group", "Each partition sorted, when a consumer requires an order.", True)
 
-IMPLEMENTATIONS = (FILE_SCAN, LOCAL_TABLE_SCAN, FILTER, PROJECT, *joins.RULES, HASH_AGGREGATE, PARTIAL_AGGREGATE,
+IMPLEMENTATIONS = (FILE_SCAN, LOCAL_TABLE_SCAN, OPAQUE, FILTER, PROJECT, *joins.RULES, HASH_AGGREGATE, PARTIAL_AGGREGATE,
                    GLOBAL_SORT, SINGLE_TASK_SORT_RULE, LIMIT, TAKE_ORDERED, WINDOW, UNION_ALL, HASH_SET_OPERATION)
 ENFORCERS = (HASH_EXCHANGE, SINGLE_EXCHANGE, BROADCAST_EXCHANGE, LOCAL_SORT)
 RULES = (*IMPLEMENTATIONS, *ENFORCERS)
@@ -166,6 +168,14 @@ class SparkImplementer:
             return []
         return [Alternative("LocalTableScan", expr.details(), (), Cost(rows=group.stats.rows), lambda _d: NO_PROPS, expr,
                             rule=LOCAL_TABLE_SCAN.name)]
+
+    def _opaque(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, Opaque)
+        if not self.enabled(OPAQUE):
+            return []
+        children = tuple(self._child(read, NO_PROPS)[0] for read in expr.inputs)
+        cost = self.costs.opaque([self._stats(read) for read in expr.inputs], group.stats)
+        return [Alternative("Opaque", expr.reason, children, cost, lambda _d: NO_PROPS, expr, rule=OPAQUE.name)]
 
     def _filter(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
         assert isinstance(expr, Filter)
@@ -319,6 +329,7 @@ _BY_OPERATOR: dict[type, Implement] = {
     PartialAggregate: SparkImplementer._partial,
     Scan: SparkImplementer._scan,
     Values: SparkImplementer._values,
+    Opaque: SparkImplementer._opaque,
     Filter: SparkImplementer._filter,
     Project: SparkImplementer._project_rule,
     Sort: SparkImplementer._sort,

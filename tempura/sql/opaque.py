@@ -1,0 +1,265 @@
+"""Opaque Spark subplans: the parts of a query tempura does not plan natively, carved out and run
+as the Spark SQL the user wrote.
+
+When the binder refuses a construct (:class:`~tempura.errors.UnsupportedQuery`), the query is not
+refused: the innermost self-contained query around the construct becomes an opaque part. A part
+is a derived table, a CTE's body, or the whole query, whichever is the innermost that Spark
+analyzes on its own (a part that refers to an outer query's columns or CTEs is not self-contained,
+and the next one out is tried). Spark's analysis of the part names and types its columns, the
+part is replaced in the tree by a read of a stand-in table of those columns, and binding goes on;
+a query with several refused constructs has several parts. After binding, each stand-in read
+becomes an :class:`~tempura.algebra.Opaque` operator over scans of the catalog tables the part
+reads, so the memo prices it, a standing query recomputes it from its sources' snapshots, and
+``explain`` says why it is opaque.
+
+The part's text is printed from the parse of the user's text (before any of tempura's rewrites):
+the whole query, when that is the part, is the user's text itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from sqlglot import exp
+
+from tempura.algebra import Field, LogicalPlan, Opaque, Scan, ScanColumn
+from tempura.algebra.schema import UNKNOWN_TYPE
+from tempura.errors import SparkRejects, UnsupportedQuery
+
+Analyze = Callable[[str], str]
+"""Spark's analysis of a query over the catalog's tables: its result ``StructType`` as JSON.
+Raises :class:`~tempura.errors.SparkRejects` where Spark rejects it."""
+
+STAND_IN = "__opaque_"
+"""Prefix of the stand-in tables' names (no catalog table may start with it)."""
+
+
+@dataclass
+class Part:
+    """One opaque part: the stand-in table ``name`` of ``columns`` (unique name → Spark type),
+    computed by ``sql`` from the catalog tables ``tables``. ``original`` is the tree it replaced
+    (a derived table, a CTE body, or the whole query)."""
+
+    name: str
+    sql: str
+    tables: tuple[str, ...]
+    columns: dict[str, str]
+    outputs: tuple[str, ...]
+    reason: str
+    original: exp.Expr
+    whole: bool = False
+
+
+def _offset(sql: str, line: int | None, column: int | None) -> int | None:
+    if line is None or column is None:
+        return None
+    lines = sql.split("\n")
+    if line > len(lines):
+        return None
+    return sum(len(text) + 1 for text in lines[: line - 1]) + column - 1
+
+
+def _at(tree: exp.Expr, offset: int | None) -> exp.Expr:
+    """The node of ``tree`` that starts at ``offset`` in the text (the tree itself when none)."""
+    if offset is None:
+        return tree
+    for node in tree.walk():
+        if node.meta.get("start") == offset:
+            return node
+    return tree
+
+
+def _candidates(node: exp.Expr, root: exp.Expr) -> list[exp.Expr]:
+    """The parts that may hold ``node``, innermost first: derived tables, CTE bodies, the whole
+    query. (A derived table holds only what its query does: not a PIVOT applied to it.)"""
+    found: list[exp.Expr] = []
+    child, parent = node, node.parent
+    while parent is not None:
+        if child.arg_key == "this" and isinstance(parent, exp.Subquery) and isinstance(parent.parent, (exp.From, exp.Join)):
+            found.append(parent)
+        elif child.arg_key == "this" and isinstance(parent, exp.CTE):
+            found.append(child)
+        if parent is root:
+            break
+        child, parent = parent, parent.parent
+    found.append(root)
+    return found
+
+
+def _cte_names_visible(table: exp.Table, boundary: exp.Expr) -> bool:
+    """Whether ``table`` names a CTE in scope at its mention, looking no further out than
+    ``boundary`` (Spark's CTEs are not recursive: a CTE's own body and those before it see only
+    the CTEs defined before it)."""
+    name = table.name.lower()
+    child: exp.Expr = table
+    parent = table.parent
+    while parent is not None:
+        with_ = parent.args.get("with_") or parent.args.get("with")
+        if isinstance(parent, exp.Query) and isinstance(with_, exp.With) and child is not with_:
+            if any(cte.alias_or_name.lower() == name for cte in with_.expressions):
+                return True
+        if isinstance(parent, exp.With):
+            ctes = list(parent.expressions)
+            index = next((i for i, c in enumerate(ctes) if c is child), len(ctes))
+            if any(c.alias_or_name.lower() == name for c in ctes[:index]):
+                return True
+        if parent is boundary:
+            return False
+        child, parent = parent, parent.parent
+    return False
+
+
+def _restored(node: exp.Expr, parts: Mapping[str, Part]) -> exp.Expr:
+    """A copy of ``node`` with each stand-in read replaced by the part it stands for (and that
+    part's own stand-ins by theirs)."""
+    copy = node.copy()
+    for table in list(copy.find_all(exp.Table)):
+        part = parts.get(table.name.lower())
+        if part is None:
+            continue
+        original = _restored(part.original, parts)
+        if isinstance(part.original, exp.Subquery):
+            table.replace(original)
+            continue
+        select = table.find_ancestor(exp.Select)  # a CTE body's stand-in: SELECT * FROM it
+        if select is None or select is copy:
+            return original
+        select.replace(original)
+    return copy
+
+
+def _unique(names: list[str]) -> tuple[str, ...]:
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for name in names:
+        key = name.lower()
+        seen[key] = seen.get(key, 0) + 1
+        out.append(name if seen[key] == 1 else f"{name}__{seen[key]}")
+    return tuple(out)
+
+
+def carve(tree: exp.Query, refusal: UnsupportedQuery, sql: str, schemas: Mapping[str, Mapping[str, str]],
+          analyze: Analyze, parts: dict[str, Part], result: str | None = None, whole_only: bool = False) -> exp.Query:
+    """``tree`` with the innermost self-contained part around the refused construct replaced by a
+    stand-in read, the part added to ``parts``; the whole query's part (its text the user's
+    ``sql``, its analysis ``result`` when known) replaces every part carved before. Re-raises
+    ``refusal`` where no part Spark analyzes holds it. ``whole_only``: the whole query is the
+    part."""
+    from tempura.sql.dialect import TempuraSpark
+
+    target = _at(tree, _offset(sql, refusal.line, refusal.column))
+    catalog = {name.lower() for name in schemas}
+    reason = refusal.detail.removeprefix("unsupported: ")
+    for candidate in [tree] if whole_only else _candidates(target, tree):
+        whole = candidate is tree
+        text_tree = _restored(candidate, parts)
+        if isinstance(text_tree, exp.Subquery):
+            text_tree = text_tree.this
+        tables = [t for t in text_tree.find_all(exp.Table) if not _cte_names_visible(t, text_tree)]
+        if not whole and any(t.name.lower() not in catalog for t in tables):
+            continue  # it reads an outer query's CTE: not self-contained
+        text = sql if whole else text_tree.sql(dialect=TempuraSpark)
+        try:
+            analysis = result if whole and result is not None else analyze(text)
+        except SparkRejects:
+            if whole:
+                raise refusal from None
+            continue  # it refers to an outer query's columns
+        fields = json.loads(analysis)["fields"]
+        outputs = _unique([f["name"] for f in fields])
+        name = f"{STAND_IN}{len(parts) + 1}"
+        while name in parts:
+            name += "_"
+        read = sorted({t.name.lower() for t in tables if t.name.lower() in catalog})
+        columns = {n: _type_text(f["type"]) for n, f in zip(outputs, fields)}
+        part = Part(name, text, tuple(read), columns, outputs, reason, candidate, whole)
+        stand_in = exp.select("*").from_(exp.to_table(name))
+        if whole:
+            parts.clear()
+            parts[name] = part
+            return stand_in
+        parts[name] = part
+        if isinstance(candidate, exp.Subquery):
+            alias = candidate.args.get("alias")
+            candidate.replace(exp.Table(this=exp.to_identifier(name), alias=alias.copy() if alias else None))
+        else:
+            candidate.replace(stand_in)
+        return tree
+    raise refusal
+
+
+def _type_text(spark_type: dict[str, object] | str) -> str:
+    """A type of Spark's JSON schema as Spark SQL type text."""
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    try:
+        return str(_parse_datatype_json_value(spark_type).simpleString())
+    except Exception:  # a type pyspark cannot read back: the column stays untyped
+        return UNKNOWN_TYPE
+
+
+def stand_in_schemas(parts: Mapping[str, Part]) -> dict[str, dict[str, str]]:
+    return {name: dict(part.columns) for name, part in parts.items()}
+
+
+def with_opaque_parts(plan: LogicalPlan, parts: Mapping[str, Part], schemas: Mapping[str, Mapping[str, str]]) -> LogicalPlan:
+    """``plan`` with each read of a stand-in table replaced by the :class:`Opaque` operator of its
+    part."""
+    if not parts:
+        return plan
+    done: dict[int, LogicalPlan] = {}
+    lowered = {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in schemas.items()}
+
+    def visit(node: LogicalPlan) -> LogicalPlan:
+        known = done.get(id(node))
+        if known is not None:
+            return known
+        if isinstance(node, Scan) and node.table in parts:
+            part = parts[node.table]
+            reads = tuple(
+                Scan(t, tuple(ScanColumn(c, Field(f"{part.name}_{t}_{c}", ty.lower().replace(", ", ","), True))
+                              for c, ty in lowered[t].items()), t)
+                for t in part.tables
+            )
+            made: LogicalPlan = Opaque(part.sql, part.tables, reads, tuple(tuple(c.source for c in r.columns) for r in reads),
+                                       node.columns, part.outputs, part.reason)
+        else:
+            inputs = [visit(child) for child in node.inputs]
+            made = node if all(a is b for a, b in zip(inputs, node.inputs)) else node.with_inputs(*inputs)
+        done[id(node)] = made
+        return made
+
+    return visit(plan)
+
+
+def spliced(sql: str, reads: Mapping[str, tuple[str, str | None]]) -> str:
+    """``sql`` with each mention of a table of ``reads`` (not of a CTE of that name) replaced by
+    what the plan reads for it, under the name it was mentioned by: ``reads`` gives the query of
+    each, and the table or view it is a plain read of (``None`` when it is not one). A plain read
+    of the table itself leaves the mention as it is; a sampled mention (``TABLESAMPLE`` needs a
+    table) is renamed to the view. Only those spans of the text change: the rest reaches Spark as
+    it was written."""
+    from tempura.sql.names import quote_identifier
+    from tempura.sql.parse import parse_sql
+
+    mentions = []
+    for table in parse_sql(sql).find_all(exp.Table):
+        name = table.name.lower()
+        if name not in reads or _cte_names_visible(table, table.root()):
+            continue
+        start, end = table.this.meta.get("start"), table.this.meta.get("end")
+        if not isinstance(start, int) or not isinstance(end, int) or table.args.get("db"):
+            continue
+        query, view = reads[name]
+        if view is not None and view.lower() == name:
+            continue
+        if view is not None and table.args.get("sample") is not None:
+            mentions.append((start, end, quote_identifier(view)))
+            continue
+        named = "" if table.args.get("alias") else f" AS {sql[start:end + 1]}"
+        mentions.append((start, end, f"({query}){named}"))
+    for start, end, text in sorted(mentions, reverse=True):
+        sql = sql[:start] + text + sql[end + 1:]
+    return sql
