@@ -242,7 +242,35 @@ class QueryGenerator:
                 text += f" {kind} {right_text} ON {condition}"
             if "SEMI" not in kind and "ANTI" not in kind:
                 scope.append(right)
+        if rng.random() < 0.1:
+            text, scope = self.with_range(text, scope, g)
+        if rng.random() < 0.1:
+            text, scope = self.lateral_view(text, scope, g)
         return text, scope
+
+    def with_range(self, text: str, scope: list[Relation], g: Generated) -> tuple[str, list[Relation]]:
+        """A join with the table-valued function ``range(…)``."""
+        alias = self.fresh("g")
+        left = self.column(scope, ("int", "bigint"))
+        condition = f"{left[0]} = {alias}.id" if left is not None else "TRUE"
+        g.constructs.add("range()")
+        return (f"{text} {self.rng.choice(['JOIN', 'LEFT JOIN'])} range({self.rng.randint(0, 2)}, {self.rng.randint(2, 6)}) "
+                f"AS {alias} ON {condition}"), scope + [Relation(alias, [("id", "bigint")])]
+
+    def lateral_view(self, text: str, scope: list[Relation], g: Generated) -> tuple[str, list[Relation]]:
+        """``LATERAL VIEW [OUTER] explode / posexplode`` of an array of the scope's columns."""
+        rng = self.rng
+        type_ = rng.choice(("int", "bigint", "string"))
+        elements = [self.expression(scope, type_, 1, g) for _ in range(rng.randint(1, 3))]
+        array = f"array({', '.join(elements)})" if rng.random() < 0.8 else f"CAST(NULL AS ARRAY<{type_.upper()}>)"
+        alias = self.fresh("e")
+        outer = rng.choice(["", "OUTER "])
+        if rng.random() < 0.5:
+            g.constructs.add("lateral view explode")
+            return f"{text} LATERAL VIEW {outer}explode({array}) {alias} AS {alias}v", scope + [Relation(alias, [(f"{alias}v", type_)])]
+        g.constructs.add("lateral view posexplode")
+        return (f"{text} LATERAL VIEW {outer}posexplode({array}) {alias} AS {alias}p, {alias}v",
+                scope + [Relation(alias, [(f"{alias}p", "int"), (f"{alias}v", type_)])])
 
     def key(self, scope: list[Relation], type_: str, g: Generated) -> str:
         """A grouping key: an expression, never a bare integer literal (Spark reads that as a position)."""
@@ -287,11 +315,14 @@ class QueryGenerator:
             call_types = []
             for _ in range(rng.randint(1, 3)):
                 t = rng.choice(NUMERIC)
-                call = rng.choice(["sum", "min", "max", "avg", "count", "count distinct"])
+                call = rng.choice(["sum", "min", "max", "avg", "count", "count distinct", "percentile_cont"])
                 argument = self.expression(scope, t, 1, g)
-                calls.append(f"count(DISTINCT {argument})" if call == "count distinct" else f"{call}({argument})")
+                if call == "percentile_cont":
+                    calls.append(f"percentile_cont({rng.choice(['0.5', '0.25', '1.0'])}) WITHIN GROUP (ORDER BY {argument})")
+                else:
+                    calls.append(f"count(DISTINCT {argument})" if call == "count distinct" else f"{call}({argument})")
                 call_types.append("bigint" if call.startswith("count") or (call == "sum" and t == "int")
-                                  else "double" if call == "avg" and t != "decimal(10,2)" else t)
+                                  else "double" if call in ("avg", "percentile_cont") and t != "decimal(10,2)" else t)
                 g.constructs.add(call)
             if rng.random() < 0.15:
                 calls.append("count(*)")

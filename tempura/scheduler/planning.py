@@ -30,6 +30,7 @@ from tempura.optimizer import AUTO_MARGIN, Arrival, Optimizer, Resume, plan_meth
 from tempura.optimizer.layouts import scans
 from tempura.mqo import BudgetError, MqoOptions
 from tempura.runtime.executor import analyzed_types, spark_result
+from tempura.sql.opaque import opaque_notes
 from tempura.runtime.storage import Location, as_location, storage_for
 from tempura.scheduler.reoptimize import (Measured, after_history, expected_rows, scaled_lookup, updated,
                                           with_lookahead)
@@ -662,6 +663,7 @@ def _plan_spec(prepared: Prepared, methods: list[str], disabled: Iterable[str], 
     if cycle.lookahead is not None:
         endless.append(f"t{cycle.points.k} is the next cycle's first time point ({cycle.lookahead}): planned so that what "
                        f"the states kept at t{cycle.last} save there is weighed, run in the next cycle")
+    opaque = opaque_notes(prepared.query.plan)
     for plan in plans.values():
-        plan.notes[:0] = prepared.notes + endless
+        plan.notes[:0] = prepared.notes + endless + opaque
     return plans

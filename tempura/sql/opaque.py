@@ -263,3 +263,23 @@ def spliced(sql: str, reads: Mapping[str, tuple[str, str | None]]) -> str:
     for start, end, text in sorted(mentions, reverse=True):
         sql = sql[:start] + text + sql[end + 1:]
     return sql
+
+
+def opaque_notes(plan: LogicalPlan) -> list[str]:
+    """What a standing query's plan says of each opaque part in ``plan``: what it is, why it is
+    opaque, and how it is computed across the time points."""
+    notes: list[str] = []
+    seen: set[str] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.inputs)
+        if isinstance(node, Opaque) and node.sql not in seen:
+            seen.add(node.sql)
+            text = " ".join(node.sql.split())
+            shown = text if len(text) <= 80 else text[:77] + "..."
+            reads = ", ".join(node.tables) or "no table"
+            notes.append(f"opaque part ({node.reason}, not planned natively) runs as Spark SQL: {shown}; it is "
+                         f"recomputed from the snapshots of {reads} at each time point it is needed, and what reads it "
+                         "is maintained from the difference of its snapshots where that is cheaper")
+    return notes

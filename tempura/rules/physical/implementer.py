@@ -175,7 +175,7 @@ class SparkImplementer:
             return []
         children = tuple(self._child(read, NO_PROPS)[0] for read in expr.inputs)
         cost = self.costs.opaque([self._stats(read) for read in expr.inputs], group.stats)
-        return [Alternative("Opaque", expr.reason, children, cost, lambda _d: NO_PROPS, expr, rule=OPAQUE.name)]
+        return [Alternative("Opaque", f"Spark SQL, not planned natively: {expr.reason}", children, cost, lambda _d: NO_PROPS, expr, rule=OPAQUE.name)]
 
     def _filter(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
         assert isinstance(expr, Filter)
