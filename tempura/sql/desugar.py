@@ -10,6 +10,10 @@ Each rewrite is the one Spark's own analyzer makes, so the bound plan computes w
 - **Constant LIMIT and OFFSET expressions** (``LIMIT 2 + 1``) are folded to their number.
 - **NATURAL JOIN** is a join ``USING`` the columns both sides have, where the sides are tables of
   the catalog (the columns of other relations are not known before binding).
+- **A CTE named like a catalog table** is renamed (``t__cte``) with the mentions that read it: a
+  mention of the name where the CTE is not in scope (its own body, an earlier CTE's) reads the
+  table, as Spark's CTEs are not recursive.
+- **``VALUES 1, 2 AS data(a)``**: the alias sqlglot reads into the last row is the relation's.
 - **A table alias with a column list** (``t AS w(x, y)``) is a derived table renaming the
   table's columns: ``(SELECT a AS x, b AS y FROM t) AS w``.
 - **Repeated names in a derived table or CTE** (``SELECT a AS x, a AS x``) stay two columns: the
@@ -40,6 +44,8 @@ def desugar(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> exp.Exp
         for virtual in list(tree.find_all(exp.Column)):  # Hive's virtual column, which Spark reads as grouping_id()
             if not virtual.table and virtual.name.lower() == "grouping__id":
                 virtual.replace(exp.GroupingId())
+    _values_aliases(tree)
+    _shadowing_ctes(tree, schemas)
     _renamed_tables(tree, schemas)
     for relation in list(tree.find_all(exp.Subquery, exp.CTE)):
         _unique_names(relation.this)
@@ -48,6 +54,69 @@ def desugar(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> exp.Exp
         _fold_limits(select)
         _natural_joins(select, schemas)
     return tree
+
+
+def cte_of(table: exp.Table, boundary: exp.Expr | None = None) -> exp.CTE | None:
+    """The CTE that the mention ``table`` reads, looking no further out than ``boundary``, or
+    ``None`` when it reads a table. Spark's CTEs are not recursive: a CTE's body sees only the
+    CTEs defined before it, and the query's body all of them."""
+    if table.args.get("db"):
+        return None
+    name = table.name.lower()
+    child: exp.Expr = table
+    parent = table.parent
+    while parent is not None:
+        if isinstance(parent, exp.With):
+            ctes = list(parent.expressions)
+            index = next((i for i, c in enumerate(ctes) if c is child), len(ctes))
+            found = [c for c in ctes[:index] if c.alias_or_name.lower() == name]
+            if found:
+                return found[-1]
+        elif isinstance(parent, exp.Query):
+            with_ = parent.args.get("with_") or parent.args.get("with")
+            if isinstance(with_, exp.With) and child is not with_:
+                found = [c for c in with_.expressions if c.alias_or_name.lower() == name]
+                if found:
+                    return found[-1]
+        if parent is boundary:
+            return None
+        child, parent = parent, parent.parent
+    return None
+
+
+def _values_aliases(tree: exp.Expr) -> None:
+    for values in list(tree.find_all(exp.Values)):
+        rows = values.expressions
+        last = rows[-1].expressions[-1] if rows and isinstance(rows[-1], exp.Tuple) and rows[-1].expressions else None
+        alias = values.args.get("alias")
+        if isinstance(last, exp.Alias) and (alias is None or not alias.this):
+            last.replace(last.this)
+            columns = list(alias.columns) if isinstance(alias, exp.TableAlias) else []
+            values.set("alias", exp.TableAlias(this=exp.to_identifier(last.alias), columns=columns))
+
+
+def _shadowing_ctes(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> None:
+    catalog = {t.lower() for t in schemas}
+    clashing = [c for c in tree.find_all(exp.CTE) if c.alias_or_name.lower() in catalog]
+    if not clashing:
+        return
+    taken = catalog | {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    renames: dict[int, str] = {}
+    for cte in clashing:
+        new = f"{cte.alias_or_name.lower()}__cte"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        renames[id(cte)] = new
+    mentions = [(t, cte_of(t)) for t in tree.find_all(exp.Table)]
+    for table, cte in mentions:
+        if cte is not None and id(cte) in renames:
+            if not table.args.get("alias"):
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+            table.set("this", exp.to_identifier(renames[id(cte)]))
+    for cte in clashing:
+        alias = cte.args["alias"]
+        alias.set("this", exp.to_identifier(renames[id(cte)]))
 
 
 def _renamed_tables(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> None:

@@ -89,26 +89,10 @@ def _candidates(node: exp.Expr, root: exp.Expr) -> list[exp.Expr]:
 
 
 def _cte_names_visible(table: exp.Table, boundary: exp.Expr) -> bool:
-    """Whether ``table`` names a CTE in scope at its mention, looking no further out than
-    ``boundary`` (Spark's CTEs are not recursive: a CTE's own body and those before it see only
-    the CTEs defined before it)."""
-    name = table.name.lower()
-    child: exp.Expr = table
-    parent = table.parent
-    while parent is not None:
-        with_ = parent.args.get("with_") or parent.args.get("with")
-        if isinstance(parent, exp.Query) and isinstance(with_, exp.With) and child is not with_:
-            if any(cte.alias_or_name.lower() == name for cte in with_.expressions):
-                return True
-        if isinstance(parent, exp.With):
-            ctes = list(parent.expressions)
-            index = next((i for i, c in enumerate(ctes) if c is child), len(ctes))
-            if any(c.alias_or_name.lower() == name for c in ctes[:index]):
-                return True
-        if parent is boundary:
-            return False
-        child, parent = parent, parent.parent
-    return False
+    """Whether ``table`` reads a CTE defined inside ``boundary``."""
+    from tempura.sql.desugar import cte_of
+
+    return cte_of(table, boundary) is not None
 
 
 def _restored(node: exp.Expr, parts: Mapping[str, Part]) -> exp.Expr:
