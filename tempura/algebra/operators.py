@@ -519,6 +519,27 @@ class Limit(Unary):
 
 
 @dataclass(frozen=True, eq=False)
+class Generate(Unary):
+    """Spark's ``LATERAL VIEW [OUTER]``: each input row with each row the generator ``call``
+    (``explode``, ``posexplode``, ``inline``) makes of it, the generated columns ``fields``
+    appended. Without ``outer`` a row whose call makes no row vanishes; with it, it stays once
+    with NULLs. Each output row comes from one input row, so the operator maps a bag row by row
+    (and a delta's rows with their multiplicities)."""
+
+    input: LogicalPlan
+    call: exp.Expr
+    fields: tuple[Field, ...]
+    outer: bool = False
+
+    def _derive_schema(self) -> Schema:
+        return Schema(tuple(self.input.schema.fields) + self.fields)
+
+    def details(self) -> str:
+        call = self.remembered("_call_sql", lambda: self.call.sql(dialect="spark"))
+        return f"{'OUTER ' if self.outer else ''}{call} AS [{', '.join(f.name for f in self.fields)}]"
+
+
+@dataclass(frozen=True, eq=False)
 class Repeat(Unary):
     """Each input row ``count`` times, where ``count`` is an integer column of the row (dropped
     from the output); rows whose count is not positive vanish. Spark's ``explode(sequence(…))``.

@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from tempura.algebra.expressions import columns_in
 from tempura.algebra.operators import (
+    Generate,
     Aggregate,
     Filter,
     Join,
@@ -87,6 +88,8 @@ def _validate_node(node: LogicalPlan) -> None:
         available = frozenset(node.input.schema.names)
         for window_call in node.calls:
             _check_refs(node, window_call.call, available)
+    elif isinstance(node, Generate):
+        _check_refs(node, node.call, frozenset(node.input.schema.names))
     elif isinstance(node, Sort):
         for key in node.keys:
             _check_refs(node, key.expression, frozenset(node.input.schema.names))

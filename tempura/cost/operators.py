@@ -26,6 +26,7 @@ In the Hive seed's spirit, adapted to Spark:
   one copied out of its inputs' compiled code: ``row_copy · bytes``
   (:func:`SparkCosts.union_copy`). What lies beneath is a property of the physical plan
   (:attr:`~tempura.memo.properties.Props.union`), so the search adds it.
+- **Generate** (LATERAL VIEW): one CPUc per generated row, in place.
 - **Opaque part** (Spark SQL tempura does not plan natively): what its text does is not seen, so
   it is priced as the work most such parts do: each input shuffled once, then every output row
   assembled (:func:`SparkCosts.opaque`).
@@ -74,6 +75,10 @@ class SparkCosts:
             rows=source.rows,
             stages=1,
         )
+
+    def generate(self, out: RelStats) -> Cost:
+        """A LATERAL VIEW: each generated row assembled, in place."""
+        return Cost(cpu=self.k.cpu * out.rows, rows=out.rows)
 
     def opaque(self, sources: list[RelStats], out: RelStats) -> Cost:
         """An opaque part: its inputs each shuffled once, and one pass over its output rows."""

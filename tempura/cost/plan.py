@@ -24,6 +24,7 @@ from tempura.algebra import (
     Limit,
     LogicalPlan,
     Project,
+    Generate,
     Opaque,
     Scan,
     SetOperation,
@@ -85,6 +86,8 @@ class PlanCost:
             return "LocalTableScan", Cost(rows=out.rows)
         if isinstance(plan, Opaque):
             return "Opaque", c.opaque([stats(i) for i in plan.inputs], out)
+        if isinstance(plan, Generate):
+            return "Generate", c.generate(out)
         if isinstance(plan, Filter):
             return "Filter", c.filter(stats(plan.input), out)
         if isinstance(plan, Project):

@@ -33,6 +33,8 @@ from tempura.algebra import (
     Limit,
     LogicalPlan,
     Project,
+    Generate,
+    Opaque,
     Scan,
     SetOperation,
     Sort,
@@ -138,7 +140,12 @@ class StreamingEstimator:
             n = float(len(plan.rows))
             return NodeStats.bounded(n), self._cost(n, 0.0)
         inputs = [self.stats(child) for child in plan.inputs]
-        if isinstance(plan, (Filter, Project, Limit)):
+        if isinstance(plan, Opaque):
+            f = _ratio(est(plan).rows, sum(est(i).rows for i in plan.inputs))
+            rate = sum(i.rate for i in inputs) * f
+            rows = est(plan).rows
+            return NodeStats(rows if not rate else 0.0, rate, rows), self._cost(sum(i.rows for i in inputs), rate)
+        if isinstance(plan, (Filter, Project, Limit, Generate)):
             (source,) = inputs
             f = _ratio(est(plan).rows, est(plan.inputs[0]).rows)
             expressions = len(plan.projections) if isinstance(plan, Project) else 1

@@ -19,6 +19,7 @@ from tempura.algebra import (
     Aggregate,
     Distinct,
     Filter,
+    Generate,
     Join,
     JoinKind,
     Limit,
@@ -52,6 +53,7 @@ class Block:
     columns: dict[str, exp.Expr]
     source: exp.Expr | None = None
     joins: list[exp.Join] = field(default_factory=list)
+    laterals: list[exp.Lateral] = field(default_factory=list)
     where: list[exp.Expr] = field(default_factory=list)
     group: list[exp.Expr] | None = None
     select: list[exp.Expr] | None = None
@@ -66,6 +68,7 @@ class Block:
         """Only FROM, joins and WHERE are set: the block still exposes its sources' columns."""
         return (
             self.select is None
+            and not self.laterals
             and self.group is None
             and not self.distinct
             and not self.order
@@ -129,6 +132,8 @@ class SparkSqlGenerator:
             select.set("from_", exp.From(this=block.source))
         if block.joins:
             select.set("joins", block.joins)
+        if block.laterals:
+            select.set("laterals", block.laterals)
         if block.where:
             select.set("where", exp.Where(this=exp.and_(*block.where) if len(block.where) > 1 else block.where[0]))
         if block.group:
@@ -230,6 +235,17 @@ class SparkSqlGenerator:
         if block.select is not None or block.group is not None or block.distinct or block.limit is not None or block.offset:
             block = self._wrap(block)
         block.set_select([(p.field.name, substitute(p.expression, block.columns)) for p in plan.projections])
+        return block
+
+    def _compile_generate(self, plan: Generate) -> Block:
+        block = self.compile(plan.input)
+        if not block.is_open:
+            block = self._wrap(block)
+        alias = self._aliases.fresh("g")
+        block.laterals.append(exp.Lateral(
+            this=substitute(plan.call, block.columns), view=True, outer=plan.outer or None,
+            alias=exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(f.name) for f in plan.fields])))
+        block.columns.update({f.name: exp.column(f.name, table=alias) for f in plan.fields})
         return block
 
     def _compile_repeat(self, plan: Repeat) -> Block:

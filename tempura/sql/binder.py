@@ -28,6 +28,7 @@ from tempura.algebra import (
     Except,
     Field,
     Filter,
+    Generate,
     Intersect,
     Join,
     JoinKind,
@@ -333,7 +334,22 @@ class Binder:
             if kind in (JoinKind.SEMI, JoinKind.ANTI, JoinKind.LEFT, JoinKind.RIGHT, JoinKind.FULL) and resolved is None:
                 resolved = exp.true()
             plan = Join(kind, plan, right, resolved)
+        for lateral in select.args.get("laterals") or []:
+            plan = self._generate(lateral, plan, scope)
         return plan, scope
+
+    def _generate(self, lateral: exp.Lateral, plan: LogicalPlan, scope: Scope) -> LogicalPlan:
+        """``LATERAL VIEW [OUTER] generator(…) alias AS c1, …``: the generated columns, typed by
+        Spark's analysis once it runs (:func:`~tempura.sql.settle.settle_types`), join the scope
+        under the view's alias."""
+        call = lateral.this
+        outer = bool(lateral.args.get("outer")) or type(call).__name__.lower().endswith("outer")
+        alias = lateral.args["alias"]
+        names = [c.name.lower() for c in alias.columns]
+        fields = tuple(Field(self.names.fresh(n), UNKNOWN_TYPE, True) for n in names)
+        resolved = self.resolve(call, scope)
+        scope.sources[alias.name.lower()] = {n: f.name for n, f in zip(names, fields)}
+        return Generate(plan, resolved, fields, outer)
 
     def _join_kind(self, join: exp.Join) -> JoinKind:
         side = (join.args.get("side") or "").upper()

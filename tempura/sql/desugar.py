@@ -109,11 +109,11 @@ def _shadowing_ctes(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) ->
         taken.add(new)
         renames[id(cte)] = new
     mentions = [(t, cte_of(t)) for t in tree.find_all(exp.Table)]
-    for table, cte in mentions:
-        if cte is not None and id(cte) in renames:
+    for table, read in mentions:
+        if read is not None and id(read) in renames:
             if not table.args.get("alias"):
                 table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
-            table.set("this", exp.to_identifier(renames[id(cte)]))
+            table.set("this", exp.to_identifier(renames[id(read)]))
     for cte in clashing:
         alias = cte.args["alias"]
         alias.set("this", exp.to_identifier(renames[id(cte)]))

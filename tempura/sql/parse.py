@@ -107,10 +107,9 @@ def parse_sql(sql: str, dialect: str = "spark") -> exp.Query:
 
 
 _UNSUPPORTED_NODES: tuple[tuple[type[exp.Expr], str], ...] = (
-    (exp.Lateral, "LATERAL / LATERAL VIEW"),
     (exp.Unnest, "UNNEST"),
-    (exp.Explode, "EXPLODE (generator function)"),
-    (exp.Inline, "INLINE (generator function)"),
+    (exp.Explode, "a generator function outside LATERAL VIEW"),
+    (exp.Inline, "a generator function outside LATERAL VIEW"),
     (exp.Stack, "STACK (generator function)"),
     (exp.WithinGroup, "WITHIN GROUP"),
     (exp.Pivot, "PIVOT / UNPIVOT"),
@@ -121,13 +120,41 @@ _UNSUPPORTED_NODES: tuple[tuple[type[exp.Expr], str], ...] = (
 )
 
 
+NATIVE_GENERATORS = (exp.Explode, exp.Inline)
+"""The generators a LATERAL VIEW is planned natively with (explode, posexplode, inline and their
+OUTER forms)."""
+
+
+def native_lateral(node: exp.Lateral) -> str:
+    """Why the binder does not plan ``node`` natively (a construct's name), or ``""``."""
+    if not node.args.get("view"):
+        return "LATERAL subquery"
+    alias = node.args.get("alias")
+    if not isinstance(node.this, NATIVE_GENERATORS):
+        return f"LATERAL VIEW of {node.this.sql(dialect='spark').split('(')[0]}"
+    if not isinstance(alias, exp.TableAlias) or not alias.columns or not alias.name:
+        return "LATERAL VIEW without column names"
+    if any(isinstance(n, (exp.Subquery, exp.Explode, exp.Inline, exp.Window, exp.AggFunc)) for n in node.this.walk() if n is not node.this):
+        return "LATERAL VIEW of a nested generator, aggregate, window or subquery"
+    return ""
+
+
 _GENERATORS = {"json_tuple", "inline_outer", "stack", "explode_outer", "posexplode_outer"}
 """Spark's generator functions sqlglot reads as plain calls."""
 
 
 def reject_unsupported(tree: exp.Expr, sql: str) -> None:
     """Raise :class:`UnsupportedQuery` at the first construct the binder cannot plan."""
+    planned: set[int] = set()  # the generator calls of the LATERAL VIEWs the binder plans
     for node in tree.walk():
+        if isinstance(node, exp.Lateral):
+            what = native_lateral(node)
+            if what:
+                raise unsupported(what, node, sql)
+            planned.add(id(node.this))
+            continue
+        if id(node) in planned:
+            continue
         for node_type, what in _UNSUPPORTED_NODES:
             if isinstance(node, node_type):
                 raise unsupported(what, node, sql)
@@ -199,7 +226,9 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
             message = f"unknown column {name}" + _suggestion(name, tree, lowered)
         raise BindError(message[0].lower() + message[1:] if message else "cannot resolve query", line, column) from None
     _merge_using_keys(qualified)
-    annotated = SparkDecimals(schema=ensure_schema(lowered, dialect=dialect)).annotate(qualified)
+    annotator = SparkDecimals(schema=ensure_schema(lowered, dialect=dialect))
+    annotator.generated = {lateral.alias_or_name.lower() for lateral in qualified.find_all(exp.Lateral)}
+    annotated = annotator.annotate(qualified)
     assert isinstance(annotated, exp.Query)
     return annotated
 
@@ -251,16 +280,22 @@ _DERIVED = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg, exp.Case, ex
 
 
 class SparkDecimals(TypeAnnotator):
-    """sqlglot's type inference, with decimal arithmetic, ``CASE``/``IF``/``COALESCE`` and
+    """sqlglot's type inference, with generators' columns left untyped (for Spark to type), and with decimal arithmetic, ``CASE``/``IF``/``COALESCE`` and
     ``SUM``/``AVG`` typed as Spark types them (:func:`~tempura.sql.scope.decimal_of`). The types
     are set as each node is annotated, so a derived table's column carries its expression's
     Spark type into the query around it (``SUM(x) / n`` is ``decimal(38,12)`` outside too, not a
     bare ``decimal``)."""
 
+    generated: set[str] = set()
+    """The aliases of the query's LATERAL VIEWs, whose columns Spark types."""
+
     def _set_type(self, expression: exp.Expr, target_type: exp.DataType | exp.DType | None) -> exp.Expr:
         spark = _spark_decimal(expression)
         if spark is not None:
             target_type = exp.DataType.build(spark, dialect="spark")
+        elif isinstance(expression, (exp.Explode, exp.Inline)) or (
+                isinstance(expression, exp.Column) and expression.table.lower() in self.generated):
+            target_type = exp.DType.UNKNOWN  # sqlglot's guess at a generator's columns is not Spark's: Spark settles them
         return super()._set_type(expression, target_type)
 
 

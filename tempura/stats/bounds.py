@@ -26,7 +26,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from sqlglot import exp
+
 from tempura.algebra import (
+    Generate,
     Aggregate,
     Distinct,
     Except,
@@ -102,6 +105,10 @@ def row_bound(plan: LogicalPlan, inputs: Sequence[RelStats], table: TableStats |
         return min(inputs[0].max_rows, inputs[1].max_rows)
     if isinstance(plan, Except):
         return inputs[0].max_rows
+    if isinstance(plan, Generate):
+        argument = plan.call.this if isinstance(plan.call, exp.Func) else None
+        if isinstance(argument, exp.Array):
+            return inputs[0].max_rows * max(len(argument.expressions), 1 if plan.outer else 0)
     return UNBOUNDED
 
 

@@ -5,6 +5,8 @@ the memo calls once per group. :meth:`Estimator.estimate` walks a whole plan.
 
 The formulas, by operator (seeds: Spark ``002``, Hive ``001``, Beam ``000``):
 
+- **Generate** (LATERAL VIEW): each input row times its array's length (a literal's, else an
+  assumed 4).
 - **Opaque** (a part run as the user's Spark SQL): its inputs' rows together, every value distinct.
 - **Scan**: the table's statistics; without them, defaults from file sizes (and a note).
 - **Filter**: :mod:`tempura.stats.selectivity`; untouched columns keep the distinct values
@@ -52,6 +54,7 @@ from tempura.algebra import (
     Limit,
     LogicalPlan,
     Project,
+    Generate,
     Opaque,
     Scan,
     SetOperation,
@@ -86,6 +89,18 @@ TableLookup = Callable[[str], TableStats]
 
 UNION_OVERLAP = 0.5
 EXCEPT_FACTOR = 0.5
+GENERATED_PER_ROW = 4.0
+"""Rows a generator makes of each input row, where its array is not a literal."""
+
+
+def generated_per_row(plan: Generate) -> float:
+    """Rows ``plan``'s generator makes of one input row: an array literal's length, else
+    :data:`GENERATED_PER_ROW` (at least one with OUTER)."""
+    argument = plan.call.this if isinstance(plan.call, exp.Func) else None
+    factor = float(len(argument.expressions)) if isinstance(argument, exp.Array) else GENERATED_PER_ROW
+    return max(factor, 1.0) if plan.outer else factor
+
+
 OPAQUE_ROWS = 1000.0
 """Rows guessed for an opaque part that reads no table (a table-valued function)."""
 
@@ -138,6 +153,8 @@ class Estimator:
             return self._values(plan)
         if isinstance(plan, Opaque):
             return self._opaque(plan, inputs)
+        if isinstance(plan, Generate):
+            return self._generate(plan, inputs[0])
         if isinstance(plan, Filter):
             return self._filter(plan, inputs[0])
         if isinstance(plan, Project):
@@ -207,6 +224,18 @@ class Estimator:
                 max=max(numbers) if numbers and base.kind in ORDERABLE and len(numbers) == len(nonnull) else None,
             )
         return RelStats(rows, row_size(plan.fields, columns), columns)
+
+    def _generate(self, plan: Generate, source: RelStats) -> RelStats:
+        """Each input row as many times as its array has elements: an array literal's count, else
+        :data:`GENERATED_PER_ROW`; with OUTER, at least once. The input's columns keep their
+        distinct values; each generated column's are all distinct."""
+        factor = generated_per_row(plan)
+        rows = source.rows * factor
+        columns = {name: stats.replace(nulls=None if stats.nulls is None else stats.nulls * factor)
+                   for name, stats in source.columns.items()}
+        for f in plan.fields:
+            columns[f.name] = blank_column(f).replace(ndv=max(rows, 1.0))
+        return RelStats(rows, row_size(plan.schema, columns), columns, dict(source.fds), source.notes)
 
     def _opaque(self, plan: Opaque, inputs: list[RelStats]) -> RelStats:
         """An opaque part's output, which tempura cannot see into: as many rows as its inputs

@@ -15,6 +15,7 @@ import dataclasses
 from sqlglot import exp
 
 from tempura.algebra import (
+    Generate,
     Opaque,
     Aggregate,
     AggregateCall,
@@ -101,6 +102,8 @@ def _needs(plan: LogicalPlan, required: frozenset[str]) -> list[frozenset[str]]:
         return [required]
     if isinstance(plan, (Distinct, SetOperation)):
         return [frozenset(child.schema.names) for child in plan.inputs]
+    if isinstance(plan, Generate):
+        return [(required & frozenset(plan.input.schema.names)) | _refs(plan.call)]
     if isinstance(plan, Opaque):  # its text reads the tables' columns by their names: all of them
         return [frozenset(child.schema.names) for child in plan.inputs]
     raise TypeError(f"no pruning for {plan.operator}")
@@ -113,6 +116,8 @@ def _rebuild(plan: LogicalPlan, required: frozenset[str], inputs: list[LogicalPl
         return plan if len(kept) == len(plan.columns) else Scan(plan.table, kept, plan.alias)
     if isinstance(plan, Values):
         return plan
+    if isinstance(plan, Generate):
+        return Generate(inputs[0], plan.call, plan.fields, plan.outer)
     if isinstance(plan, Opaque):
         kept = tuple(c for c in plan.columns if c.field.name in required) or plan.columns[:1]
         return dataclasses.replace(plan, reads=tuple(inputs), columns=kept)

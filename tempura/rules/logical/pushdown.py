@@ -33,6 +33,7 @@ from tempura.algebra import (
     Distinct,
     Except,
     Filter,
+    Generate,
     Intersect,
     Join,
     JoinKind,
@@ -213,6 +214,21 @@ def push_filter_through_window(plan: LogicalPlan) -> LogicalPlan | None:
     return filtered(window.with_inputs(filtered(window.input, below)), stay)
 
 
+def push_filter_through_generate(plan: LogicalPlan) -> LogicalPlan | None:
+    """Filter(Generate(x)) → Generate(Filter(x)) for the conjuncts on the input's columns: each
+    generated row carries its input row's values, so such a conjunct keeps or drops all the rows
+    of one input row together."""
+    if not isinstance(plan, Filter) or not isinstance(plan.input, Generate):
+        return None
+    kept = frozenset(plan.input.input.schema.names)
+    below = [c for c in conjuncts(plan.condition) if movable(c) and columns_in(c) <= kept]
+    if not below:
+        return None
+    stay = [c for c in conjuncts(plan.condition) if not (movable(c) and columns_in(c) <= kept)]
+    generate = plan.input
+    return filtered(generate.with_inputs(filtered(generate.input, below)), stay)
+
+
 RULES: tuple[Rewrite, ...] = (
     Rewrite("merge-filters", (Filter,), "Filter(Filter)", merge_filters),
     Rewrite("push-filter-into-join", (Filter,), "Filter(Join)", push_filter_into_join),
@@ -222,4 +238,5 @@ RULES: tuple[Rewrite, ...] = (
     Rewrite("push-filter-through-set-operation", (Filter,), "Filter(Union | Intersect | Except)", push_filter_through_set_operation),
     Rewrite("push-filter-through-sort-and-distinct", (Filter,), "Filter(Sort | Distinct)", push_filter_through_sort_and_distinct),
     Rewrite("push-filter-through-window", (Filter,), "Filter(Window)", push_filter_through_window),
+    Rewrite("push-filter-through-generate", (Filter,), "Filter(Generate)", push_filter_through_generate),
 )

@@ -43,6 +43,7 @@ from tempura.algebra import (
     LogicalPlan,
     PartialAggregate,
     Project,
+    Generate,
     Opaque,
     Scan,
     SetOperation,
@@ -75,6 +76,8 @@ from tempura.stats.relation import RelStats
 
 FILE_SCAN = Implementation("file-scan", "Scan", "A table as a scan of its files, reading the columns the plan needs.")
 LOCAL_TABLE_SCAN = Implementation("local-table-scan", "Values", "Literal rows as a local table.")
+GENERATE = Implementation("generate", "Generate",
+                          "A LATERAL VIEW row by row, in place: keeps A's partitioning (not its order within a row's rows).")
 OPAQUE = Implementation("opaque-spark-sql", "Opaque", "A part tempura does not plan natively, as the Spark SQL it was written in.")
 FILTER = Implementation("filter", "Filter", "σ_p(A) row by row, in place: keeps A's partitioning and order.")
 PROJECT = Implementation("project", "Project",
@@ -99,7 +102,7 @@ SINGLE_EXCHANGE = Implementation("single-exchange", "any group", "All rows in on
 BROADCAST_EXCHANGE = Implementation("broadcast-exchange", "any group", "A copy of all rows for every task (a hash join's build side).", True)
 LOCAL_SORT = Implementation("local-sort", "any group", "Each partition sorted, when a consumer requires an order.", True)
 
-IMPLEMENTATIONS = (FILE_SCAN, LOCAL_TABLE_SCAN, OPAQUE, FILTER, PROJECT, *joins.RULES, HASH_AGGREGATE, PARTIAL_AGGREGATE,
+IMPLEMENTATIONS = (FILE_SCAN, LOCAL_TABLE_SCAN, OPAQUE, FILTER, GENERATE, PROJECT, *joins.RULES, HASH_AGGREGATE, PARTIAL_AGGREGATE,
                    GLOBAL_SORT, SINGLE_TASK_SORT_RULE, LIMIT, TAKE_ORDERED, WINDOW, UNION_ALL, HASH_SET_OPERATION)
 ENFORCERS = (HASH_EXCHANGE, SINGLE_EXCHANGE, BROADCAST_EXCHANGE, LOCAL_SORT)
 RULES = (*IMPLEMENTATIONS, *ENFORCERS)
@@ -168,6 +171,14 @@ class SparkImplementer:
             return []
         return [Alternative("LocalTableScan", expr.details(), (), Cost(rows=group.stats.rows), lambda _d: NO_PROPS, expr,
                             rule=LOCAL_TABLE_SCAN.name)]
+
+    def _generate(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
+        assert isinstance(expr, Generate)
+        if not self.enabled(GENERATE):
+            return []
+        child = self._child(expr.input, joins.passable(required, set(expr.input.schema.names)))
+        return [Alternative("Generate", expr.details(), child, self.costs.generate(group.stats), _keep, expr,
+                            passthrough=(0,), rule=GENERATE.name, fusion=TRANSPARENT)]
 
     def _opaque(self, group: Group, expr: LogicalPlan, required: Props) -> Sequence[Alternative]:
         assert isinstance(expr, Opaque)
@@ -330,6 +341,7 @@ _BY_OPERATOR: dict[type, Implement] = {
     Scan: SparkImplementer._scan,
     Values: SparkImplementer._values,
     Opaque: SparkImplementer._opaque,
+    Generate: SparkImplementer._generate,
     Filter: SparkImplementer._filter,
     Project: SparkImplementer._project_rule,
     Sort: SparkImplementer._sort,

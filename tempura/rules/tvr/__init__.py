@@ -6,7 +6,7 @@ lists them with the other rules. By family:
 | family | rules |
 |---|---|
 | generating, snapshots | ``tvr-snapshot-scan``, ``tvr-snapshot`` (recompute: always on) |
-| generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-join``, ``tvr-delta-join-keyed``, ``tvr-delta-union`` |
+| generating, deltas | ``tvr-delta-scan``, ``tvr-delta-filter``, ``tvr-delta-project``, ``tvr-delta-generate``, ``tvr-delta-join``, ``tvr-delta-join-keyed``, ``tvr-delta-union`` |
 | semi- and anti-joins | ``tvr-delta-semi-anti-join``, ``tvr-delta-semi-anti-join-keyed`` |
 | outer-join view maintenance | ``tvr-delta-outer-join``, ``tvr-delta-outer-join-probe``, ``tvr-aggregate-below-outer-join``, ``tvr-outer-join-count-update`` |
 | aggregates | ``tvr-partial-snapshot``, ``tvr-value-delta``, ``tvr-value-delta-merge``, ``tvr-finalize``, ``tvr-aggregate-affected-groups``, ``tvr-aggregate-new-groups``, ``tvr-count-distinct-split`` |
@@ -37,6 +37,7 @@ from tempura.rules.tvr.eager import AggregateBelowOuterJoin, OuterJoinCountUpdat
 from tempura.rules.tvr.expansion import Expansion, ExpansionReport, available
 from tempura.rules.tvr.generating import (
     DeltaFilter,
+    DeltaGenerate,
     DeltaJoin,
     DeltaJoinKeyed,
     DeltaOuterJoin,
@@ -59,6 +60,7 @@ RULES: tuple[TvrRule, ...] = (
     DeltaScan(),
     DeltaFilter(),
     DeltaProject(),
+    DeltaGenerate(),
     DeltaJoin(),
     DeltaJoinKeyed(),
     DeltaUnion(),
@@ -89,7 +91,7 @@ RULES: tuple[TvrRule, ...] = (
 RULE_NAMES = tuple(r.name for r in RULES)
 
 _BATCH = {"tvr-snapshot-scan", "tvr-snapshot", "tvr-delivered-delta"}
-_DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-join", "tvr-delta-join-keyed",
+_DELTAS = {"tvr-delta-scan", "tvr-delta-filter", "tvr-delta-project", "tvr-delta-generate", "tvr-delta-join", "tvr-delta-join-keyed",
            "tvr-delta-union"}
 _SEMI = {"tvr-delta-semi-anti-join", "tvr-delta-semi-anti-join-keyed"}
 _AGGREGATES = {"tvr-partial-snapshot", "tvr-value-delta", "tvr-value-delta-merge", "tvr-finalize", "tvr-aggregate-affected-groups",

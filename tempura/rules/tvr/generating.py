@@ -12,7 +12,7 @@ from typing import cast
 
 from sqlglot import exp
 
-from tempura.algebra import Field, Filter, Join, JoinKind, LogicalPlan, Project, Projection, Scan, Union, col
+from tempura.algebra import Field, Filter, Generate, Join, JoinKind, LogicalPlan, Project, Projection, Scan, Union, col
 from tempura.rules.tvr.base import TvrRule
 from tempura.rules.tvr.expansion import Expansion
 from tempura.tvr.forms import Form, FormKind
@@ -109,6 +109,24 @@ class DeltaProject(TvrRule):
         if delta is None:
             return []
         return [Project(delta, expr.projections + (Projection(MULT_FIELD, col(MULT)),))]
+
+
+class DeltaGenerate(TvrRule):
+    """``Δ gen(R) ⇒ gen(ΔR)``: a LATERAL VIEW maps each input row to its generated rows, so it
+    maps each delta row to rows of the same multiplicity (the multiplicity is an input column,
+    carried to each)."""
+
+    name = "tvr-delta-generate"
+    family = "filter and project"
+    pattern = (Generate,)
+    produces = FormKind.DELTA
+
+    def apply(self, x: Expansion, group: int, expr: LogicalPlan | None, form: Form) -> list[LogicalPlan]:
+        expr = cast(Generate, expr)  # the expansion offers only expressions of the pattern
+        delta = x.sd(x.child(expr.input), form.end)
+        if delta is None:
+            return []
+        return [_ordered(Generate(delta, expr.call, expr.fields, expr.outer), delta_fields(expr))]
 
 
 class DeltaJoin(TvrRule):
