@@ -114,6 +114,59 @@ def _restored(node: exp.Expr, parts: Mapping[str, Part]) -> exp.Expr:
     return copy
 
 
+def _written(sql: str, part: exp.Expr) -> str | None:
+    """The text of ``part`` (a derived table's or a CTE's parenthesised query) as the user wrote
+    it: inside the innermost parentheses, found by Spark's tokens, that hold every token of the
+    part's the text positions and open with a query. ``None`` where the text does not place it."""
+    from sqlglot.tokens import TokenType
+
+    from tempura.sql.dialect import TempuraSpark
+
+    spans = [(n.meta["start"], n.meta.get("end", n.meta["start"])) for n in part.walk()
+             if isinstance(n.meta.get("start"), int)]
+    if not spans:
+        return None
+    first, last = min(s for s, _ in spans), max(e for _, e in spans)
+    tokens = TempuraSpark().tokenize(sql)
+    index = next((i for i, t in enumerate(tokens) if t.start >= first), None)
+    if index is None:
+        return None
+    opens = (TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.L_PAREN)
+    depth = 0
+    for i in range(index - 1, -1, -1):  # outwards, through each parenthesis still open at the part's first token
+        kind = tokens[i].token_type
+        if kind == TokenType.R_PAREN:
+            depth += 1
+            continue
+        if kind != TokenType.L_PAREN:
+            continue
+        if depth:
+            depth -= 1
+            continue
+        close = _closing(tokens, i)
+        if close is None:
+            return None
+        if tokens[close].start > last and i + 1 < len(tokens) and tokens[i + 1].token_type in opens:
+            return sql[tokens[i].end + 1:tokens[close].start].strip()
+    return None
+
+
+def _closing(tokens: list, opening: int) -> int | None:  # type: ignore[type-arg]
+    """The index of the parenthesis closing the one at ``opening``."""
+    from sqlglot.tokens import TokenType
+
+    depth = 0
+    for i in range(opening + 1, len(tokens)):
+        kind = tokens[i].token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            if depth == 0:
+                return i
+            depth -= 1
+    return None
+
+
 def _unique(names: list[str]) -> tuple[str, ...]:
     seen: dict[str, int] = {}
     out: list[str] = []
@@ -144,7 +197,7 @@ def carve(tree: exp.Query, refusal: UnsupportedQuery, sql: str, schemas: Mapping
         tables = [t for t in text_tree.find_all(exp.Table) if not _cte_names_visible(t, text_tree)]
         if not whole and any(t.name.lower() not in catalog for t in tables):
             continue  # it reads an outer query's CTE: not self-contained
-        text = sql if whole else text_tree.sql(dialect=TempuraSpark)
+        text = sql if whole else (_written(sql, candidate) or text_tree.sql(dialect=TempuraSpark))
         try:
             analysis = result if whole and result is not None else analyze(text)
         except SparkRejects:
