@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from sqlglot import exp
+from sqlglot.tokens import Token
 
 from tempura.algebra import Field, LogicalPlan, Opaque, Scan, ScanColumn
 from tempura.algebra.schema import UNKNOWN_TYPE
@@ -151,7 +152,7 @@ def _written(sql: str, part: exp.Expr) -> str | None:
     return None
 
 
-def _closing(tokens: list, opening: int) -> int | None:  # type: ignore[type-arg]
+def _closing(tokens: list[Token], opening: int) -> int | None:
     """The index of the parenthesis closing the one at ``opening``."""
     from sqlglot.tokens import TokenType
 

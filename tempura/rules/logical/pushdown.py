@@ -26,6 +26,8 @@ Conjuncts that reference no column, or call a non-deterministic function, never 
 
 from __future__ import annotations
 
+from typing import Callable, cast
+
 from sqlglot import exp
 
 from tempura.algebra import (
@@ -200,33 +202,31 @@ def push_filter_through_sort_and_distinct(plan: LogicalPlan) -> LogicalPlan | No
     return filtered(inner.with_inputs(filtered(inner.input, below)), stay)
 
 
+def _push_on_columns(plan: LogicalPlan, kind: type, columns: Callable[[LogicalPlan], frozenset[str]]) -> LogicalPlan | None:
+    """Filter(op(x)) → op(Filter(x)) for the conjuncts over ``columns(op)`` alone, where ``op`` is
+    of ``kind``."""
+    if not isinstance(plan, Filter) or not isinstance(plan.input, kind):
+        return None
+    inner = plan.input
+    allowed = columns(inner)
+    below = [c for c in conjuncts(plan.condition) if movable(c) and columns_in(c) <= allowed]
+    if not below:
+        return None
+    stay = [c for c in conjuncts(plan.condition) if not (movable(c) and columns_in(c) <= allowed)]
+    return filtered(inner.with_inputs(filtered(inner.inputs[0], below)), stay)
+
+
 def push_filter_through_window(plan: LogicalPlan) -> LogicalPlan | None:
     """Filter(Window(x)) → Window(Filter(x)) for the conjuncts on the window's partition columns:
     such a conjunct keeps or drops whole partitions, so no call's window changes."""
-    if not isinstance(plan, Filter) or not isinstance(plan.input, Window):
-        return None
-    keys = frozenset(plan.input.partition_keys)
-    below = [c for c in conjuncts(plan.condition) if movable(c) and columns_in(c) <= keys]
-    if not below:
-        return None
-    stay = [c for c in conjuncts(plan.condition) if not (movable(c) and columns_in(c) <= keys)]
-    window = plan.input
-    return filtered(window.with_inputs(filtered(window.input, below)), stay)
+    return _push_on_columns(plan, Window, lambda w: frozenset(cast(Window, w).partition_keys))
 
 
 def push_filter_through_generate(plan: LogicalPlan) -> LogicalPlan | None:
     """Filter(Generate(x)) → Generate(Filter(x)) for the conjuncts on the input's columns: each
     generated row carries its input row's values, so such a conjunct keeps or drops all the rows
     of one input row together."""
-    if not isinstance(plan, Filter) or not isinstance(plan.input, Generate):
-        return None
-    kept = frozenset(plan.input.input.schema.names)
-    below = [c for c in conjuncts(plan.condition) if movable(c) and columns_in(c) <= kept]
-    if not below:
-        return None
-    stay = [c for c in conjuncts(plan.condition) if not (movable(c) and columns_in(c) <= kept)]
-    generate = plan.input
-    return filtered(generate.with_inputs(filtered(generate.input, below)), stay)
+    return _push_on_columns(plan, Generate, lambda g: frozenset(g.inputs[0].schema.names))
 
 
 RULES: tuple[Rewrite, ...] = (
