@@ -262,6 +262,25 @@ def bench_join_order(scale: float, suite: str, data: str | None, workdir: str, o
     click.echo("wrote " + ", ".join(report["files"]))
 
 
+@bench.command("analysis-time")
+@click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=3), help="Alternating rounds per contender.")
+@click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
+@user_errors
+def bench_analysis_time(repeat: int, out: str) -> None:
+    """What Spark's analysis adds to planning the 22 TPC-H queries (with it and without, alternating)."""
+    from rich.console import Console
+
+    from benchmarks import analysis_time
+
+    console = Console(stderr=True)
+    report = analysis_time.run(Path(out), repeat, lambda m: console.log(m))
+    for label in ("front end", "planning"):
+        part = report[label]
+        click.echo(f"{label}: ratio with/without Spark's analysis {part['ratio_with_to_without']:.2f} "
+                   f"(+{part['added_ms_per_query']:.0f} ms a query)")
+    click.echo(f"wrote {Path(out) / 'analysis-time.json'}")
+
+
 @bench.command("tvr-planning")
 @click.option("--repeat", default=3, show_default=True, type=int, help="Runs per measurement (median).")
 @click.option("--out", default="benchmarks/results", show_default=True, type=click.Path(file_okay=False))
