@@ -278,6 +278,7 @@ def bench_analysis_time(repeat: int, out: str) -> None:
         part = report[label]
         click.echo(f"{label}: ratio with/without Spark's analysis {part['ratio_with_to_without']:.2f} "
                    f"(+{part['added_ms_per_query']:.0f} ms a query)")
+    click.echo(f"Spark's analysis alone: {report['spark analysis alone']['ms_per_query']:.0f} ms a query")
     click.echo(f"wrote {Path(out) / 'analysis-time.json'}")
 
 
