@@ -18,7 +18,6 @@ import json
 from sqlglot import exp
 
 from tempura.algebra import Query
-
 from tempura.errors import InternalError, UnsupportedQuery
 from tempura.sql.backend import to_spark_sql
 from tempura.sql.opaque import Analyze, Part, carve, stand_in_schemas, with_opaque_parts

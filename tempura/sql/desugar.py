@@ -120,7 +120,7 @@ def _shadowing_ctes(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) ->
 
 
 def _renamed_tables(tree: exp.Expr, schemas: Mapping[str, Mapping[str, str]]) -> None:
-    lowered = {t.lower(): [c for c in cols] for t, cols in schemas.items()}
+    lowered = {t.lower(): list(cols) for t, cols in schemas.items()}
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     for table in list(tree.find_all(exp.Table)):
         alias = table.args.get("alias")

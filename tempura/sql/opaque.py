@@ -12,8 +12,9 @@ becomes an :class:`~tempura.algebra.Opaque` operator over scans of the catalog t
 reads, so the memo prices it, a standing query recomputes it from its sources' snapshots, and
 ``explain`` says why it is opaque.
 
-The part's text is printed from the parse of the user's text (before any of tempura's rewrites):
-the whole query, when that is the part, is the user's text itself.
+The part's text is the user's: the whole query's is the text itself, a derived table's or CTE's
+is cut from it between the part's parentheses (a re-print through sqlglot would rewrite what its
+model of Spark SQL does not carry, such as ``percentile_cont … WITHIN GROUP``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sqlglot.tokens import Token
 from tempura.algebra import Field, LogicalPlan, Opaque, Scan, ScanColumn
 from tempura.algebra.schema import UNKNOWN_TYPE
 from tempura.errors import SparkRejects, UnsupportedQuery
+from tempura.sql.desugar import cte_of
 
 Analyze = Callable[[str], str]
 """Spark's analysis of a query over the catalog's tables: its result ``StructType`` as JSON.
@@ -39,15 +41,14 @@ STAND_IN = "__opaque_"
 
 @dataclass
 class Part:
-    """One opaque part: the stand-in table ``name`` of ``columns`` (unique name → Spark type),
-    computed by ``sql`` from the catalog tables ``tables``. ``original`` is the tree it replaced
+    """One opaque part: the stand-in table ``name`` of ``columns`` (unique name → Spark type, in
+    the part's order), computed by ``sql`` from the catalog tables ``tables``. ``original`` is the tree it replaced
     (a derived table, a CTE body, or the whole query)."""
 
     name: str
     sql: str
     tables: tuple[str, ...]
     columns: dict[str, str]
-    outputs: tuple[str, ...]
     reason: str
     original: exp.Expr
     whole: bool = False
@@ -87,13 +88,6 @@ def _candidates(node: exp.Expr, root: exp.Expr) -> list[exp.Expr]:
         child, parent = parent, parent.parent
     found.append(root)
     return found
-
-
-def _cte_names_visible(table: exp.Table, boundary: exp.Expr) -> bool:
-    """Whether ``table`` reads a CTE defined inside ``boundary``."""
-    from tempura.sql.desugar import cte_of
-
-    return cte_of(table, boundary) is not None
 
 
 def _restored(node: exp.Expr, parts: Mapping[str, Part]) -> exp.Expr:
@@ -195,7 +189,7 @@ def carve(tree: exp.Query, refusal: UnsupportedQuery, sql: str, schemas: Mapping
         text_tree = _restored(candidate, parts)
         if isinstance(text_tree, exp.Subquery):
             text_tree = text_tree.this
-        tables = [t for t in text_tree.find_all(exp.Table) if not _cte_names_visible(t, text_tree)]
+        tables = [t for t in text_tree.find_all(exp.Table) if not cte_of(t, text_tree) is not None]
         if not whole and any(t.name.lower() not in catalog for t in tables):
             continue  # it reads an outer query's CTE: not self-contained
         text = sql if whole else (_written(sql, candidate) or text_tree.sql(dialect=TempuraSpark))
@@ -212,7 +206,7 @@ def carve(tree: exp.Query, refusal: UnsupportedQuery, sql: str, schemas: Mapping
             name += "_"
         read = sorted({t.name.lower() for t in tables if t.name.lower() in catalog})
         columns = {n: _type_text(f["type"]) for n, f in zip(outputs, fields)}
-        part = Part(name, text, tuple(read), columns, outputs, reason, candidate, whole)
+        part = Part(name, text, tuple(read), columns, reason, candidate, whole)
         stand_in = exp.select("*").from_(exp.to_table(name))
         if whole:
             parts.clear()
@@ -262,7 +256,7 @@ def with_opaque_parts(plan: LogicalPlan, parts: Mapping[str, Part], schemas: Map
                 for t in part.tables
             )
             made: LogicalPlan = Opaque(part.sql, part.tables, reads, tuple(tuple(c.source for c in r.columns) for r in reads),
-                                       node.columns, part.outputs, part.reason)
+                                       node.columns, tuple(part.columns), part.reason)
         else:
             inputs = [visit(child) for child in node.inputs]
             made = node if all(a is b for a, b in zip(inputs, node.inputs)) else node.with_inputs(*inputs)
@@ -285,7 +279,7 @@ def spliced(sql: str, reads: Mapping[str, tuple[str, str | None]]) -> str:
     mentions = []
     for table in parse_sql(sql).find_all(exp.Table):
         name = table.name.lower()
-        if name not in reads or _cte_names_visible(table, table.root()):
+        if name not in reads or cte_of(table, table.root()) is not None:
             continue
         start, end = table.this.meta.get("start"), table.this.meta.get("end")
         if not isinstance(start, int) or not isinstance(end, int) or table.args.get("db"):

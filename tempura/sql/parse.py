@@ -139,7 +139,7 @@ def native_lateral(node: exp.Lateral) -> str:
     return ""
 
 
-_GENERATORS = {"json_tuple", "inline_outer", "stack", "explode_outer", "posexplode_outer"}
+_GENERATORS = {"json_tuple", "inline_outer"}
 """Spark's generator functions sqlglot reads as plain calls."""
 
 
@@ -227,7 +227,7 @@ def qualify_tree(tree: exp.Query, schemas: TableSchemas, sql: str, dialect: str 
         raise BindError(message[0].lower() + message[1:] if message else "cannot resolve query", line, column) from None
     _merge_using_keys(qualified)
     annotator = SparkDecimals(schema=ensure_schema(lowered, dialect=dialect))
-    annotator.generated = {lateral.alias_or_name.lower() for lateral in qualified.find_all(exp.Lateral)}
+    annotator.generated = frozenset(lateral.alias_or_name.lower() for lateral in qualified.find_all(exp.Lateral))
     annotated = annotator.annotate(qualified)
     assert isinstance(annotated, exp.Query)
     return annotated
@@ -280,13 +280,13 @@ _DERIVED = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg, exp.Case, ex
 
 
 class SparkDecimals(TypeAnnotator):
-    """sqlglot's type inference, with generators' columns left untyped (for Spark to type), and with decimal arithmetic, ``CASE``/``IF``/``COALESCE`` and
-    ``SUM``/``AVG`` typed as Spark types them (:func:`~tempura.sql.scope.decimal_of`). The types
+    """sqlglot's type inference, with generators' columns left untyped (for Spark to type), and
+    with decimal arithmetic, ``CASE``/``IF``/``COALESCE`` and ``SUM``/``AVG`` typed as Spark types them (:func:`~tempura.sql.scope.decimal_of`). The types
     are set as each node is annotated, so a derived table's column carries its expression's
     Spark type into the query around it (``SUM(x) / n`` is ``decimal(38,12)`` outside too, not a
     bare ``decimal``)."""
 
-    generated: set[str] = set()
+    generated: frozenset[str] = frozenset()
     """The aliases of the query's LATERAL VIEWs, whose columns Spark types."""
 
     def _set_type(self, expression: exp.Expr, target_type: exp.DataType | exp.DType | None) -> exp.Expr:

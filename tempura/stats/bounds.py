@@ -106,10 +106,19 @@ def row_bound(plan: LogicalPlan, inputs: Sequence[RelStats], table: TableStats |
     if isinstance(plan, Except):
         return inputs[0].max_rows
     if isinstance(plan, Generate):
-        argument = plan.call.this if isinstance(plan.call, exp.Func) else None
-        if isinstance(argument, exp.Array):
-            return inputs[0].max_rows * max(len(argument.expressions), 1 if plan.outer else 0)
+        per_row = generated_per_row(plan)
+        if per_row is not None:
+            return inputs[0].max_rows * per_row
     return UNBOUNDED
+
+
+def generated_per_row(plan: Generate) -> int | None:
+    """How many rows ``plan``'s generator makes of each input row, where the text says: an array
+    literal's length (at least one with OUTER); ``None`` for any other array."""
+    argument = plan.call.this if isinstance(plan.call, exp.Func) else None
+    if not isinstance(argument, exp.Array):
+        return None
+    return max(len(argument.expressions), 1 if plan.outer else 0)
 
 
 def _unique(stats: RelStats, name: str) -> bool:

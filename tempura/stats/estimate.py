@@ -68,7 +68,7 @@ from tempura.algebra import (
     conjuncts,
 )
 from tempura.algebra.schema import Field
-from tempura.stats.bounds import row_bound
+from tempura.stats.bounds import generated_per_row, row_bound
 from tempura.stats.model import ORDERABLE, ColumnStats, Histogram, HistogramBin, TableStats, kind_of, step_of
 from tempura.stats.relation import (
     ROW_OVERHEAD,
@@ -91,14 +91,6 @@ UNION_OVERLAP = 0.5
 EXCEPT_FACTOR = 0.5
 GENERATED_PER_ROW = 4.0
 """Rows a generator makes of each input row, where its array is not a literal."""
-
-
-def generated_per_row(plan: Generate) -> float:
-    """Rows ``plan``'s generator makes of one input row: an array literal's length, else
-    :data:`GENERATED_PER_ROW` (at least one with OUTER)."""
-    argument = plan.call.this if isinstance(plan.call, exp.Func) else None
-    factor = float(len(argument.expressions)) if isinstance(argument, exp.Array) else GENERATED_PER_ROW
-    return max(factor, 1.0) if plan.outer else factor
 
 
 OPAQUE_ROWS = 1000.0
@@ -228,10 +220,14 @@ class Estimator:
     def _generate(self, plan: Generate, source: RelStats) -> RelStats:
         """Each input row as many times as its array has elements: an array literal's count, else
         :data:`GENERATED_PER_ROW`; with OUTER, at least once. The input's columns keep their
-        distinct values; each generated column's are all distinct."""
-        factor = generated_per_row(plan)
+        distinct values (and are no longer unique where a row may be repeated); each generated
+        column's are all distinct."""
+        per_row = generated_per_row(plan)
+        factor = float(per_row) if per_row is not None else max(GENERATED_PER_ROW, 1.0 if plan.outer else 0.0)
+        repeated = per_row is None or per_row > 1
         rows = source.rows * factor
-        columns = {name: stats.replace(nulls=None if stats.nulls is None else stats.nulls * factor)
+        columns = {name: stats.replace(nulls=None if stats.nulls is None else stats.nulls * factor,
+                                       unique=stats.unique and not repeated)
                    for name, stats in source.columns.items()}
         for f in plan.fields:
             columns[f.name] = blank_column(f).replace(ndv=max(rows, 1.0))
